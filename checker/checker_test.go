@@ -1,0 +1,494 @@
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// allCheckers is the default set, with the linearizability search cut into
+// tiny segments as well, so that every legal history also exercises the
+// carrying of states across cuts.
+func allCheckers() []Checker {
+	return []Checker{
+		MutualExclusion(),
+		Linearizable(LinearizableOptions{}),
+		Linearizable(LinearizableOptions{SegmentOps: 2}),
+		ForeignRelease(),
+		Liveness(LivenessOptions{}),
+		LostUpdate(),
+	}
+}
+
+func TestLegalHistoriesPass(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *builder)
+	}{
+		{"clean sequential mutex", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).release(1, 1, "a", 11, 12, true)
+			b.acquire(2, 2, "b", 5, 13).hold(2, 2, 14, 20, 1, 2).release(2, 2, "b", 21, 22, true)
+			b.acquireFail(3, 3, 6, 19)
+			b.acquire(3, 3, "c", 20, 23).hold(3, 3, 24, 30, 2, 3).release(3, 3, "c", 31, 32, true)
+			b.acquire(1, 1, "d", 33, 34).hold(1, 1, 35, 40, 3, 4).release(1, 1, "d", 41, 42, true)
+		}},
+		{"refreshes extend a lease past its ttl", func(b *builder) {
+			// ttl 100 ms; the holder works 250 ms with a watchdog
+			// renewing every 30 ms, while client 2 waits.
+			b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0)
+			for at := 30.0; at < 250; at += 30 {
+				b.refresh(1, 10, "a", at, at+1, history.OK)
+			}
+			b.acquireFail(2, 2, 5, 105).acquireFail(2, 2, 106, 206)
+			b.write(1, 1, 249, 250, 1, 1).release(1, 1, "a", 251, 252, true)
+			b.refresh(1, 10, "a", 260, 261, history.Fail)
+			b.acquire(2, 2, "b", 207, 253).hold(2, 2, 254, 260, 1, 2).release(2, 2, "b", 262, 263, true)
+		}},
+		{"a lease expires, then another client acquires", func(b *builder) {
+			// Client 1 crashes holding the lock; its key expires at 100 ms
+			// and client 2, waiting since 10 ms, gets it at 120 ms.
+			b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0).crash(1, 1, 20)
+			b.acquire(2, 2, "b", 10, 120).hold(2, 2, 121, 130, 0, 1).release(2, 2, "b", 131, 132, true)
+		}},
+		{"an unknown acquire that may not have happened", func(b *builder) {
+			// The reply to client 1's SET was lost. Had it landed, client 2
+			// could not have acquired at 61 ms; it may just as well not.
+			b.acquireUnknown(1, 1, "u", 0, 50)
+			b.acquire(2, 2, "b", 60, 61).hold(2, 2, 62, 70, 0, 1).release(2, 2, "b", 71, 72, true)
+			b.acquire(1, 3, "c", 80, 81).hold(1, 3, 82, 90, 1, 2).release(1, 3, "c", 91, 92, true)
+		}},
+		{"an unknown acquire that must have happened", func(b *builder) {
+			// Here it did land: client 2 is refused until it expires.
+			b.acquireUnknown(1, 1, "u", 0, 50)
+			b.acquireFail(2, 2, 55, 70)
+			b.acquire(2, 2, "b", 71, 160).hold(2, 2, 161, 170, 0, 1).release(2, 2, "b", 171, 172, true)
+		}},
+		{"an unknown release that did happen", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).releaseUnknown(1, 1, "a", 11, 40)
+			b.acquire(2, 2, "b", 5, 13).hold(2, 2, 14, 20, 1, 2).release(2, 2, "b", 21, 22, true)
+		}},
+		{"a late release deletes nothing", func(b *builder) {
+			// A token lock: the holder's release after its key expired and
+			// was taken finds someone else's token and deletes nothing.
+			// (Mutual exclusion is broken here, but that is not for the
+			// lock-protocol checkers to judge.)
+			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 5, 120)
+			b.release(1, 1, "a", 150, 151, false).release(2, 2, "b", 160, 161, true)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t, 100)
+			tc.build(b)
+			h := b.build()
+			for _, c := range allCheckers() {
+				if tc.name == "a late release deletes nothing" && (c.Name() == "mutual-exclusion" || c.Name() == "lost-update") {
+					continue
+				}
+				r := c.Check(context.Background(), h)
+				if r.Verdict != Valid {
+					t.Errorf("%s: verdict %s, anomalies %s, error %q", c.Name(), r.Verdict, dump(r.Anomalies), r.Error)
+				}
+			}
+		})
+	}
+}
+
+func dump(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+// want is the part of an anomaly a test pins down.
+type want struct {
+	kind         Kind
+	class        Class
+	clients      []int
+	keys         []string
+	start, end   int64
+	detail       []string // substrings of Detail
+	anyTimes     bool     // do not check start and end
+	leases       []string // checked when set
+	countOfKind  int      // 0 means 1
+	otherCounted []Kind   // other kinds the same checker may report too
+}
+
+func checkAnomaly(t *testing.T, r Result, w want) {
+	t.Helper()
+	if r.Verdict != Invalid {
+		t.Fatalf("verdict %s, want invalid (error %q)", r.Verdict, r.Error)
+	}
+	n := w.countOfKind
+	if n == 0 {
+		n = 1
+	}
+	if r.Count[w.kind] != n {
+		t.Fatalf("count of %s = %d, want %d: %s", w.kind, r.Count[w.kind], n, dump(r.Anomalies))
+	}
+	var a *Anomaly
+	for i := range r.Anomalies {
+		if r.Anomalies[i].Kind == w.kind {
+			a = &r.Anomalies[i]
+			break
+		}
+	}
+	if a == nil {
+		t.Fatalf("no %s anomaly listed", w.kind)
+	}
+	if a.Class != w.class {
+		t.Errorf("class %q, want %q", a.Class, w.class)
+	}
+	if !reflect.DeepEqual(a.Clients, w.clients) {
+		t.Errorf("clients %v, want %v", a.Clients, w.clients)
+	}
+	if !reflect.DeepEqual(a.Keys, w.keys) {
+		t.Errorf("keys %v, want %v", a.Keys, w.keys)
+	}
+	if w.leases != nil && !reflect.DeepEqual(a.Leases, w.leases) {
+		t.Errorf("leases %v, want %v", a.Leases, w.leases)
+	}
+	if !w.anyTimes && (a.StartNS != w.start || a.EndNS != w.end) {
+		t.Errorf("times [%s, %s], want [%s, %s]", fmtTime(a.StartNS), fmtTime(a.EndNS), fmtTime(w.start), fmtTime(w.end))
+	}
+	for _, s := range w.detail {
+		if !strings.Contains(a.Detail, s) {
+			t.Errorf("detail %q does not say %q", a.Detail, s)
+		}
+	}
+	for k := range r.Count {
+		if k != w.kind && !contains(w.otherCounted, k) {
+			t.Errorf("unexpected %s anomalies too: %s", k, dump(r.Anomalies))
+		}
+	}
+}
+
+func contains[T comparable](xs []T, x T) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// secondConfusion is the seed's story: client 1's work outlives its ttl,
+// client 2 acquires after the key expired, client 1's plain DEL deletes
+// client 2's key, and client 3 walks in while client 2 still works.
+func secondConfusion(t *testing.T) *history.History {
+	b := newBuilder(t, 100)
+	b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0)
+	b.acquire(2, 2, "b", 10, 120).read(2, 2, 121, 122, 0)
+	b.write(1, 1, 140, 141, 1, 1).release(1, 1, "a", 150, 151, true)
+	b.acquire(3, 3, "c", 130, 152).read(3, 3, 153, 154, 1)
+	b.write(2, 2, 190, 191, 1, 2).release(2, 2, "b", 200, 201, false)
+	b.write(3, 3, 205, 206, 2, 3).release(3, 3, "c", 210, 211, true)
+	return b.build()
+}
+
+func TestAnomaliesAreFlagged(t *testing.T) {
+	cases := []struct {
+		name    string
+		checker Checker
+		build   func(t *testing.T) *history.History
+		want    want
+	}{
+		{"double holder within the lease", MutualExclusion(), func(t *testing.T) *history.History {
+			// The lock grants client 2 a lease while client 1's is in force.
+			b := newBuilder(t, 1000)
+			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 100, 101)
+			b.release(1, 1, "a", 200, 201, true).release(2, 2, "b", 300, 301, false)
+			return b.build()
+		}, want{kind: KindDoubleHolder, class: ClassWithinLease, clients: []int{1, 2}, keys: []string{"lock:0"},
+			leases: []string{"a", "b"}, start: ms(101), end: ms(200),
+			detail: []string{"clients 1 and 2 both held lock:0 from 0.101s to 0.200s", "both leases were in force from 0.101s to 0.200s"}}},
+		{"double holder after the lease ran out", MutualExclusion(), func(t *testing.T) *history.History {
+			b := newBuilder(t, 100)
+			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 150, 151)
+			b.release(1, 1, "a", 200, 201, false).release(2, 2, "b", 300, 301, true)
+			return b.build()
+		}, want{kind: KindDoubleHolder, class: ClassLeaseOutlived, clients: []int{1, 2}, keys: []string{"lock:0"},
+			start: ms(151), end: ms(200),
+			detail: []string{"clients 1 and 2 both held lock:0 from 0.151s to 0.200s", "client 1's lease had expired at 0.100s"}}},
+		{"refreshed lease is still in force", MutualExclusion(), func(t *testing.T) *history.History {
+			// Client 1's watchdog renewed at 80 ms, so when the lock let
+			// client 2 in at 150 ms, client 1's lease was still valid.
+			b := newBuilder(t, 100)
+			b.acquire(1, 1, "a", 0, 1).refresh(1, 10, "a", 80, 81, history.OK).acquire(2, 2, "b", 150, 151)
+			b.release(1, 1, "a", 170, 171, true).release(2, 2, "b", 300, 301, false)
+			return b.build()
+		}, want{kind: KindDoubleHolder, class: ClassWithinLease, clients: []int{1, 2}, keys: []string{"lock:0"},
+			start: ms(151), end: ms(170), detail: []string{"both leases were in force from 0.151s to 0.170s"}}},
+		{"foreign release", ForeignRelease(), secondConfusion,
+			want{kind: KindForeignRelease, clients: []int{1, 2}, keys: []string{"lock:0"}, leases: []string{"a", "b"},
+				start: ms(150), end: ms(151),
+				detail: []string{"client 1's release of lease a deleted lock:0 between 0.150s and 0.151s, while client 2 held it since 0.120s", "until 0.220s"}}},
+		{"stuck lock", Liveness(LivenessOptions{}), func(t *testing.T) *history.History {
+			// SETNX without expiry: client 1 dies holding the key; clients
+			// 2 and 3 time out waiting, again and again.
+			b := newBuilder(t, 100)
+			b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).read(1, 1, 2, 3, 0).crash(1, 1, 10)
+			for _, c := range []int{2, 3} {
+				for at := float64(c); at < 400; at += 101 {
+					b.acquireFail(c, c, at, at+100)
+				}
+			}
+			return b.build()
+		}, want{kind: KindStuckLock, clients: []int{1, 2, 3}, keys: []string{"lock:0"}, start: ms(10), end: ms(406),
+			detail: []string{"no acquire of lock:0 succeeded from 0.010s to the end of the history at 0.406s", "client 1 last acquired it at 0.001s (lease a) and crashed at 0.010s without releasing it"}}},
+		{"spurious failure", Liveness(LivenessOptions{}), func(t *testing.T) *history.History {
+			// Client 2's SET NX landed but its reply was lost; go-redis
+			// retried, found the key (its own) and reported "not acquired".
+			// Nobody's lease was alive while it tried.
+			b := newBuilder(t, 100)
+			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).release(1, 1, "a", 20, 21, true)
+			b.acquireFail(2, 2, 30, 130).acquireFail(3, 3, 131, 135)
+			return b.build()
+		}, want{kind: KindSpuriousFailure, clients: []int{2}, keys: []string{"lock:0"}, start: ms(30), end: ms(130),
+			detail: []string{"client 2's acquire of lock:0 (0.030s to 0.130s) failed although no lease could have been alive from 0.030s to 0.130s"}}},
+		{"lost update", LostUpdate(), func(t *testing.T) *history.History {
+			b := newBuilder(t, 40)
+			b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0)
+			b.acquire(2, 2, "b", 50, 51).read(2, 2, 52, 53, 0)
+			b.write(1, 1, 60, 61, 1, 1).release(1, 1, "a", 62, 63, false)
+			b.write(2, 2, 64, 65, 1, 2).release(2, 2, "b", 66, 67, true)
+			return b.build()
+		}, want{kind: KindLostUpdate, clients: []int{2, 1}, keys: []string{"lock:0"}, start: ms(60), end: ms(65),
+			detail: []string{"client 2 wrote 1 to lock:0 at 0.065s (write 2) over client 1's 1 written at 0.061s (write 1): both read 0, so client 1's update was lost"}}},
+		{"nonlinearizable: a live lock deleted", Linearizable(LinearizableOptions{}), secondConfusion,
+			want{kind: KindNonlinearizable, clients: []int{1, 2}, keys: []string{"lock:0"}, start: ms(150), end: ms(151),
+				leases: []string{"a", "b"},
+				detail: []string{"client 1's release of lease a (ok, deleted the key, 0.150s to 0.151s)", "held by client 2 (lease b)"}}},
+		{"nonlinearizable: granted within another's lease", Linearizable(LinearizableOptions{SegmentOps: 1}), func(t *testing.T) *history.History {
+			b := newBuilder(t, 1000)
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 2, 3, true)
+			b.acquire(1, 1, "b", 4, 5).acquire(2, 2, "c", 100, 101)
+			return b.build()
+		}, want{kind: KindNonlinearizable, clients: []int{2, 1}, keys: []string{"lock:0"}, start: ms(100), end: ms(101),
+			detail: []string{"client 2's acquire of lease c", "held by client 1 (lease b)"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkAnomaly(t, tc.checker.Check(context.Background(), tc.build(t)), tc.want)
+		})
+	}
+}
+
+func TestNonlinearizableWritesVisualization(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "linearizability.html")
+	r := Linearizable(LinearizableOptions{VisualizationPath: path}).Check(context.Background(), secondConfusion(t))
+	if r.Verdict != Invalid || r.Count[KindNonlinearizable] != 1 {
+		t.Fatalf("want one nonlinearizable key, got %s", dump(r))
+	}
+	if !strings.Contains(r.Anomalies[0].Detail, path) {
+		t.Errorf("detail does not point at the visualization: %q", r.Anomalies[0].Detail)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	for _, s := range []string{"<html", "client 1 (process 1) release a", "held by client 2 (lease b)"} {
+		if !strings.Contains(html, s) {
+			t.Errorf("visualization lacks %q", s)
+		}
+	}
+}
+
+// The second confusion breaks several promises at once; the composed
+// verdict must name each.
+func TestComposedReport(t *testing.T) {
+	rep := ForMutex(MutexOptions{}).Report(context.Background(), secondConfusion(t))
+	if rep.Verdict != Invalid {
+		t.Fatalf("verdict %s", rep.Verdict)
+	}
+	for _, k := range []Kind{KindDoubleHolder, KindForeignRelease, KindNonlinearizable, KindLostUpdate} {
+		if rep.Count[k] == 0 {
+			t.Errorf("no %s in %v", k, rep.Count)
+		}
+	}
+	if rep.Count[KindStuckLock]+rep.Count[KindSpuriousFailure] != 0 {
+		t.Errorf("liveness anomalies in a live history: %v", rep.Count)
+	}
+	if len(rep.Results) != 5 {
+		t.Fatalf("got %d results", len(rep.Results))
+	}
+	total := 0
+	for _, r := range rep.Results {
+		for _, n := range r.Count {
+			total += n
+		}
+	}
+	if len(rep.Anomalies) != total {
+		t.Errorf("listed %d anomalies, counted %d", len(rep.Anomalies), total)
+	}
+	// The report is what summary.json holds: it must marshal, with the
+	// documented field names.
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{`"verdict":"invalid"`, `"kind":"double-holder"`, `"class":"lease-outlived"`, `"start_ns":`, `"end_ns":`, `"clients":[`, `"detail":"`} {
+		if !strings.Contains(string(b), f) {
+			t.Errorf("summary JSON lacks %s", f)
+		}
+	}
+	one := ForMutex(MutexOptions{}).Check(context.Background(), secondConfusion(t))
+	if one.Verdict != Invalid || !reflect.DeepEqual(one.Count, rep.Count) {
+		t.Errorf("Check and Report disagree: %v vs %v", one.Count, rep.Count)
+	}
+	if _, ok := one.Stats["mutual-exclusion.holds"]; !ok {
+		t.Errorf("composed stats lack the checkers' own: %v", one.Stats)
+	}
+}
+
+func TestFoldVerdicts(t *testing.T) {
+	v := Result{Verdict: Valid}
+	u := Result{Verdict: Unknown}
+	i := Result{Verdict: Invalid, Count: map[Kind]int{KindLostUpdate: 2}}
+	for _, tc := range []struct {
+		in   []Result
+		want Verdict
+	}{
+		{nil, Valid},
+		{[]Result{v, v}, Valid},
+		{[]Result{v, u}, Unknown},
+		{[]Result{u, i, v}, Invalid},
+	} {
+		if got := Fold(tc.in...).Verdict; got != tc.want {
+			t.Errorf("Fold(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A lock broken ten thousand times over must still give a readable report:
+// the list is capped per kind, the count is not.
+func TestAnomaliesAreCappedPerKind(t *testing.T) {
+	b := newBuilder(t, 0)
+	for i := range 60 {
+		lease := string(rune('A' + i%26)) + string(rune('a'+i/26))
+		b.acquireTTL(i, i, lease, 0, float64(i), float64(i)+0.5, history.OK)
+	}
+	b.crash(99, 99, 100) // the history runs on past the last acquire
+	h := b.build()
+	r := MutualExclusion().Check(context.Background(), h)
+	if r.Count[KindDoubleHolder] != 60*59/2 || len(r.Anomalies) != DefaultMaxAnomalies {
+		t.Fatalf("count %d, listed %d", r.Count[KindDoubleHolder], len(r.Anomalies))
+	}
+	r = MutualExclusion(MaxAnomalies(3)).Check(context.Background(), h)
+	if len(r.Anomalies) != 3 {
+		t.Fatalf("listed %d with MaxAnomalies(3)", len(r.Anomalies))
+	}
+	r = MutualExclusion(MaxAnomalies(-1)).Check(context.Background(), h)
+	if len(r.Anomalies) != 60*59/2 {
+		t.Fatalf("listed %d with no cap", len(r.Anomalies))
+	}
+}
+
+// Stuck locks are not reported while a fault explains them, nor while a
+// live holder keeps the key.
+func TestStuckLockExcuses(t *testing.T) {
+	waiters := func(b *builder) {
+		for at := 2.0; at < 500; at += 101 {
+			b.acquireFail(2, 2, at, at+100)
+		}
+	}
+	t.Run("fault active", func(t *testing.T) {
+		b := newBuilder(t, 100)
+		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).crash(1, 1, 10)
+		waiters(b)
+		b.fault("partition", 5, 300)
+		r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+		// Stuck from the heal at 300 ms to the end at 506 ms: 2.06 ttl.
+		if r.Verdict != Valid {
+			t.Fatalf("%s", dump(r))
+		}
+	})
+	t.Run("holder still working", func(t *testing.T) {
+		b := newBuilder(t, 100)
+		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).read(1, 1, 2, 3, 0)
+		waiters(b)
+		b.write(1, 1, 504, 505, 1, 1).release(1, 1, "a", 506, 507, true)
+		r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+		if r.Verdict != Valid {
+			t.Fatalf("%s", dump(r))
+		}
+	})
+	t.Run("shorter factor", func(t *testing.T) {
+		b := newBuilder(t, 100)
+		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).crash(1, 1, 10)
+		waiters(b)
+		b.fault("partition", 5, 300)
+		r := Liveness(LivenessOptions{StuckFactor: 2}).Check(context.Background(), b.build())
+		checkAnomaly(t, r, want{kind: KindStuckLock, clients: []int{1, 2}, keys: []string{"lock:0"},
+			start: ms(300) + 1, end: ms(506), detail: []string{"crashed at 0.010s"}})
+	})
+}
+
+func TestLinearizableTimeoutIsUnknown(t *testing.T) {
+	h := genMutex(t, genOptions{clients: 8, ops: 4000, ttl: 100, seed: 3, refresh: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := Linearizable(LinearizableOptions{}).Check(ctx, h)
+	if r.Verdict != Unknown || r.Error == "" {
+		t.Fatalf("a cancelled search must be unknown: %s %q", r.Verdict, r.Error)
+	}
+	r = Linearizable(LinearizableOptions{Timeout: time.Nanosecond}).Check(context.Background(), h)
+	if r.Verdict != Unknown || !strings.Contains(r.Error, "budget") {
+		t.Fatalf("a search out of time must be unknown: %s %q", r.Verdict, r.Error)
+	}
+}
+
+// The segmented search must reach the same verdict as one porcupine search
+// over the whole key, on legal histories and on broken ones alike, with
+// unknown outcomes, refreshes and expired leases in the mix.
+func TestSegmentedSearchAgreesWithWholeSearch(t *testing.T) {
+	whole := Linearizable(LinearizableOptions{SegmentOps: 1 << 30})
+	cut := []Checker{
+		Linearizable(LinearizableOptions{SegmentOps: 3}),
+		Linearizable(LinearizableOptions{SegmentOps: 17}),
+	}
+	invalid := 0
+	for seed := int64(1); seed <= 120; seed++ {
+		o := genOptions{clients: 4, ops: 120, ttl: 50, seed: seed, unknown: 0.1, refresh: seed%2 == 0, overrun: 0.1}
+		if seed%3 == 0 {
+			o.violate = 0.1
+		}
+		h := genMutex(t, o)
+		want := whole.Check(context.Background(), h)
+		if want.Verdict == Invalid {
+			invalid++
+		}
+		if o.violate == 0 && want.Verdict != Valid {
+			t.Fatalf("seed %d: legal history judged %s: %s", seed, want.Verdict, dump(want.Anomalies))
+		}
+		for _, c := range cut {
+			got := c.Check(context.Background(), h)
+			if got.Verdict != want.Verdict {
+				t.Fatalf("seed %d: segmented verdict %s (%d segments), whole %s", seed, got.Verdict, got.Stats["segments"], want.Verdict)
+			}
+			if got.Stats["segments"] < 2 {
+				t.Fatalf("seed %d: history was not cut", seed)
+			}
+		}
+	}
+	if invalid < 10 {
+		t.Fatalf("only %d broken histories were found invalid: the generator or the model is too lenient", invalid)
+	}
+}
+
+func TestGeneratedLegalHistoriesPassAll(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		h := genMutex(t, genOptions{clients: 8, ops: 3000, ttl: 100, seed: seed, refresh: seed%2 == 1})
+		rep := ForMutex(MutexOptions{}).Report(context.Background(), h)
+		if rep.Verdict != Valid {
+			t.Fatalf("seed %d: %s %s", seed, rep.Verdict, dump(rep))
+		}
+	}
+}

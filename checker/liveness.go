@@ -1,0 +1,249 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// LivenessOptions configure the liveness checker.
+type LivenessOptions struct {
+	// TTL is the unit waits are measured in. Zero: the run's configured
+	// ttl, else the largest acquire ttl in the history, else one second.
+	TTL time.Duration
+	// StuckFactor is how many TTLs without a successful acquire, while
+	// clients wait and nobody holds the key, make a stuck lock. Zero
+	// means 3.
+	StuckFactor float64
+	// SpuriousThreshold is how long the lock must have been surely free
+	// during a failed acquire for the failure to be spurious. Zero means
+	// TTL/4; it is never less than a millisecond.
+	SpuriousThreshold time.Duration
+}
+
+// Liveness returns the checker of the lock's second promise: a free lock
+// can be taken. It reports stuck locks (a key nobody could acquire for
+// StuckFactor TTLs while clients were waiting, nobody believed they held it
+// and no fault was active: a crashed holder's key without expiry, say) and
+// spurious failures (an acquire that gave up although no lease could have
+// been alive for a good while during it: an orphaned key, say one a retried
+// SET NX wrote and then reported "not acquired").
+func Liveness(o LivenessOptions, opts ...Option) Checker {
+	return &liveness{o: o, s: newSettings(opts)}
+}
+
+type liveness struct {
+	o LivenessOptions
+	s settings
+}
+
+func (*liveness) Name() string { return "liveness" }
+
+func (l *liveness) Check(ctx context.Context, h *history.History) Result {
+	return l.checkIndex(ctx, newIndex(h))
+}
+
+func (l *liveness) checkIndex(_ context.Context, ix *index) Result {
+	c := newCollector(l.Name(), l.s)
+	ttl := int64(l.o.TTL)
+	if ttl <= 0 {
+		ttl = ix.ttl()
+	}
+	factor := l.o.StuckFactor
+	if factor <= 0 {
+		factor = 3
+	}
+	stuckAfter := int64(factor * float64(ttl))
+	threshold := int64(l.o.SpuriousThreshold)
+	if threshold <= 0 {
+		threshold = ttl / 4
+	}
+	threshold = max(threshold, int64(time.Millisecond))
+
+	var faults []span
+	for _, w := range ix.faults {
+		faults = append(faults, span{w.Start, w.End + 1})
+	}
+	faults = union(faults)
+	var acquires, failed int64
+	for _, key := range ix.keys {
+		k := ix.perKey[key]
+		for _, i := range k.acquires {
+			acquires++
+			if ix.ops[i].Status == history.Fail {
+				failed++
+			}
+		}
+		l.stuck(c, ix, k, ttl, stuckAfter, faults)
+		l.spurious(c, ix, k, threshold)
+	}
+	c.stat("keys", int64(len(ix.keys)))
+	c.stat("acquires", acquires)
+	c.stat("failed_acquires", failed)
+	c.stat("ttl_ns", ttl)
+	return c.result()
+}
+
+// stuck finds stretches of at least stuckAfter in which clients were
+// waiting to acquire the key (an acquire in flight, or a client between
+// two attempts less than a ttl apart), nobody believed they held it, no
+// acquire succeeded and no fault was active.
+func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter int64, faults []span) {
+	var attempts, holds []span
+	for _, i := range k.acquires {
+		o := &ix.ops[i]
+		// Bridging pauses shorter than a ttl counts a client that retries
+		// on its own as waiting all along.
+		attempts = append(attempts, span{o.Call, o.Return + ttl})
+	}
+	waiting := union(attempts)
+	for i := range waiting {
+		waiting[i].to = max(waiting[i].from, waiting[i].to-ttl)
+	}
+	for _, h := range k.holds {
+		// A hold that runs to the end of the history still counts: its
+		// holder is alive and may release yet.
+		end := h.end
+		if h.endedBy == "end" {
+			end = forever
+		}
+		holds = append(holds, span{h.start, max(end, h.start+1)})
+	}
+	idle := subtract(subtract(waiting, union(holds)), faults)
+	for _, s := range idle {
+		if s.len() < stuckAfter {
+			continue
+		}
+		c.add(l.stuckAnomaly(ix, k, s, ttl))
+	}
+}
+
+func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anomaly {
+	a := Anomaly{Kind: KindStuckLock, Keys: []string{k.key}, StartNS: s.from, EndNS: s.to}
+	// The last ok acquire before the stretch, and any unknown one after it.
+	var last, unknown *history.Operation
+	for _, i := range k.acquires {
+		o := &ix.ops[i]
+		if o.Call >= s.from {
+			break // acquires are in call order
+		}
+		switch {
+		case o.Status == history.OK && o.Return <= s.from:
+			last, unknown = o, nil
+		case o.Status == history.Unknown:
+			unknown = o
+		}
+	}
+	var who string
+	if last == nil {
+		who = "no client had ever acquired it"
+	} else {
+		a.Clients = append(a.Clients, last.Client)
+		a.Processes = append(a.Processes, last.Process)
+		a.Leases = append(a.Leases, last.Lease)
+		who = fmt.Sprintf("client %d last acquired it at %s (lease %s)", last.Client, fmtTime(last.Return), last.Lease)
+		if h := k.byLease[last.Lease].hold; h != nil {
+			switch h.endedBy {
+			case "crash":
+				who += fmt.Sprintf(" and crashed at %s without releasing it", fmtTime(h.end))
+			case "unknown":
+				who += fmt.Sprintf(", then its process ended at %s with an operation of unknown outcome", fmtTime(h.end))
+			case "release":
+				who += fmt.Sprintf(" and began releasing it at %s", fmtTime(h.end))
+				for _, ri := range h.lease.releases {
+					if r := &ix.ops[ri]; r.Call == h.released {
+						who += releaseOutcome(r)
+						break
+					}
+				}
+			}
+		}
+	}
+	if unknown != nil {
+		a.Clients = append(a.Clients, unknown.Client)
+		a.Processes = append(a.Processes, unknown.Process)
+		who += fmt.Sprintf("; client %d's acquire at %s has an unknown outcome", unknown.Client, fmtTime(unknown.Call))
+	}
+	waiters := 0
+	for _, i := range k.acquires {
+		if o := &ix.ops[i]; o.Call < s.to && o.Return > s.from {
+			a.Clients = append(a.Clients, o.Client)
+			waiters++
+		}
+	}
+	a.Clients = uniqueInts(a.Clients...)
+	end := "to " + fmtTime(s.to)
+	if s.to >= ix.end {
+		end = "to the end of the history at " + fmtTime(s.to)
+	}
+	a.Detail = fmt.Sprintf("no acquire of %s succeeded from %s %s (%.1f ttl of %s) although clients tried %d times and nobody held it; %s",
+		k.key, fmtTime(s.from), end, float64(s.len())/float64(ttl), fmtDur(ttl), waiters, who)
+	return a
+}
+
+func releaseOutcome(r *history.Operation) string {
+	switch {
+	case r.Status == history.Unknown:
+		return ", with an unknown outcome"
+	case r.Status == history.OK && r.Deleted != nil && !*r.Deleted:
+		return ", which deleted nothing"
+	case r.Status == history.OK:
+		return ", which deleted the key"
+	}
+	return ", which failed"
+}
+
+// spurious flags failed acquires during which, for at least threshold, no
+// lease could have been alive. A lease (of an ok or unknown acquire) may be
+// alive from its acquire's call until its own release deleted it, or until
+// it surely expired: the return of its last renewal plus ttl (for an
+// unknown acquire or refresh, the time the client gave up waiting for it).
+func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int64) {
+	var alive []span
+	for _, le := range k.leases {
+		a := &ix.ops[le.acquire]
+		if a.Status == history.Fail {
+			continue
+		}
+		until := int64(math.MinInt64)
+		for _, rn := range ix.renewals(le, history.OK, history.Unknown) {
+			if rn.ttl <= 0 {
+				until = forever
+				break
+			}
+			until = max(until, rn.ret+rn.ttl)
+		}
+		for _, ri := range le.releases {
+			r := &ix.ops[ri]
+			if r.Status == history.OK && r.Deleted != nil && *r.Deleted && r.Return >= a.Call {
+				until = min(until, r.Return)
+			}
+		}
+		alive = append(alive, span{a.Call, until})
+	}
+	free := subtract([]span{{0, ix.end}}, union(alive))
+	for _, i := range k.acquires {
+		o := &ix.ops[i]
+		if o.Status != history.Fail {
+			continue
+		}
+		s := longestWithin(free, o.Call, o.Return)
+		if s.len() < threshold {
+			continue
+		}
+		c.add(Anomaly{
+			Kind:      KindSpuriousFailure,
+			Clients:   []int{o.Client},
+			Processes: []int{o.Process},
+			Keys:      []string{k.key},
+			Leases:    []string{},
+			StartNS:   s.from,
+			EndNS:     s.to,
+			Detail: fmt.Sprintf("client %d's acquire of %s (%s to %s) failed although no lease could have been alive from %s to %s",
+				o.Client, k.key, fmtTime(o.Call), fmtTime(o.Return), fmtTime(s.from), fmtTime(s.to)),
+		})
+	}
+}

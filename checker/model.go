@@ -1,0 +1,364 @@
+package checker
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/locktorture/locktorture/history"
+)
+
+// expirySlack is how much earlier than its ttl Redis may expire a key: it
+// stamps the expiry from a millisecond clock, so a key written 0.9 ms into
+// a millisecond lives up to that much less than its ttl. The model and the
+// lease validity allow for it, so that rounding is never taken for a broken
+// lock.
+const expirySlack = int64(time.Millisecond)
+
+// opKind is what a model input does.
+type opKind uint8
+
+const (
+	kAcquire opKind = iota
+	kRelease
+	kRefresh
+	// kStart sets the state a segment starts from (see segments.go).
+	kStart
+	// kProbe records the state at a segment's cut and never linearizes.
+	kProbe
+	// kCut ends a segment in a visualization: everything after it is legal.
+	kCut
+)
+
+// lockInput is one operation as the lease-mutex model sees it.
+type lockInput struct {
+	kind    opKind
+	status  history.Type
+	deleted bool
+	lease   int32 // dense per key, 1-based
+	// bit is the operation's slot in lockState.applied while it spans a
+	// segment boundary, -1 otherwise.
+	bit  int8
+	call int64
+	// ret bounds the linearization point: the completion time, or Never
+	// for an operation whose outcome is unknown.
+	ret int64
+	// gaveUp is the completion time as recorded, for descriptions.
+	gaveUp int64
+	ttl    int64
+	// client and process issued the operation.
+	client, process int
+	// op is the operation's index into index.ops, -1 for synthetic inputs.
+	op    int
+	start lockState
+}
+
+// lockState is the model's state. It is a small comparable value so that
+// porcupine's cache compares and hashes it cheaply.
+type lockState struct {
+	// holder is the lease holding the lock, 0 when free.
+	holder int32
+	// sink: past a visualization cut, where nothing is checked any more.
+	sink bool
+	// start is a lower bound of when the holder's lease was last written
+	// (acquire or refresh); it expires no earlier than start + ttl.
+	start int64
+	ttl   int64
+	// now is a lower bound of the current linearization point: points never
+	// go back, so an operation takes effect no earlier than now, and an
+	// operation that relied on a lease having expired moved now past that
+	// expiry.
+	now int64
+	// applied marks the boundary operations (see lockInput.bit) that have
+	// already taken effect.
+	applied uint64
+}
+
+func freeState(s lockState) lockState {
+	s.holder, s.start, s.ttl = 0, 0, 0
+	return s
+}
+
+// stepLock is the sequential specification of an owner-aware lease mutex.
+//
+// Each operation takes effect at a point p in [call, ret], points never
+// decreasing along the order. A lease written at p may expire from
+// p + ttl on, so another lease may take the lock then; until then only its
+// holder may release or refresh it. A failed acquire or release changes
+// nothing (such operations are left out of the search altogether). An
+// operation whose outcome is unknown takes effect if it can and is a no-op
+// otherwise; porcupine may also place it last, which is the same as never.
+func stepLock(s lockState, in *lockInput) (bool, lockState) {
+	p := max(s.now, in.call)
+	// expiry reports whether the holder's lease can have run out at a point
+	// this operation may still take, and the earliest such point.
+	expiry := func() (bool, int64) {
+		if s.ttl <= 0 {
+			return false, 0
+		}
+		t := max(p, s.start+s.ttl-expirySlack)
+		return t <= in.ret, t
+	}
+	mine := s.holder != 0 && s.holder == in.lease
+	n := s
+	switch in.kind {
+	case kAcquire:
+		if in.status == history.Fail {
+			return true, s
+		}
+		at := p
+		if s.holder != 0 && !mine {
+			ok, t := expiry()
+			if !ok {
+				// Held by a live lease: an ok acquire is illegal; an
+				// unknown one did not happen here.
+				return in.status == history.Unknown, s
+			}
+			at = t
+		}
+		n.holder, n.start, n.ttl, n.now = in.lease, at, in.ttl, at
+		return true, n
+	case kRelease:
+		switch in.status {
+		case history.Fail:
+			return true, s
+		case history.Unknown:
+			if mine {
+				n = freeState(s)
+				n.now = p
+			}
+			return true, n
+		}
+		if mine {
+			if in.deleted {
+				n = freeState(s)
+				n.now = p
+				return true, n
+			}
+			// Our own key was not there: legal only if it had expired.
+			ok, t := expiry()
+			if !ok {
+				return false, s
+			}
+			n = freeState(s)
+			n.now = t
+			return true, n
+		}
+		if !in.deleted {
+			n.now = p
+			return true, n
+		}
+		// It deleted a key that was not its own. That is only legal if the
+		// holder's lease could have run out: deleting a live lease is the
+		// very thing an owner-aware lock must not do.
+		if s.holder == 0 {
+			return false, s
+		}
+		ok, t := expiry()
+		if !ok {
+			return false, s
+		}
+		n = freeState(s)
+		n.now = t
+		return true, n
+	case kRefresh:
+		switch in.status {
+		case history.OK:
+			if !mine {
+				return false, s
+			}
+			n.start, n.now = p, p
+			if in.ttl > 0 {
+				n.ttl = in.ttl
+			}
+			return true, n
+		case history.Unknown:
+			if mine {
+				n.start, n.now = p, p
+				if in.ttl > 0 {
+					n.ttl = in.ttl
+				}
+			}
+			return true, n
+		}
+		// Refresh failed: the lease is not ours any more.
+		if !mine {
+			n.now = p
+			return true, n
+		}
+		ok, t := expiry()
+		if !ok {
+			return false, s
+		}
+		n = freeState(s)
+		n.now = t
+		return true, n
+	}
+	return false, s
+}
+
+// hashState mixes the state's fields (splitmix64 finalizer); porcupine uses
+// it to bucket its cache, so it must only be fast and spread well.
+func hashState(v any) uint64 {
+	s := v.(lockState)
+	h := uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.start)
+	h = mix(h) ^ uint64(s.ttl)
+	h = mix(h) ^ uint64(s.now)
+	h = mix(h) ^ s.applied
+	if s.sink {
+		h ^= 1
+	}
+	return mix(h)
+}
+
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// keyModel holds what the descriptions of one key's operations and states
+// need: who each lease belongs to.
+type keyModel struct {
+	key    string
+	leases []leaseMeta // index = dense lease id
+}
+
+type leaseMeta struct {
+	id      string
+	client  int
+	process int
+	op      int // acquire's index into index.ops, -1 if unknown
+}
+
+// recorder collects the states a probe saw. Porcupine may still be
+// stepping in a goroutine after a timeout, hence the lock.
+type recorder struct {
+	mu     sync.Mutex
+	states map[lockState]struct{}
+}
+
+func newRecorder() *recorder { return &recorder{states: map[lockState]struct{}{}} }
+
+func (r *recorder) add(s lockState) {
+	r.mu.Lock()
+	r.states[s] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *recorder) list() []lockState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]lockState, 0, len(r.states))
+	for s := range r.states {
+		out = append(out, s)
+	}
+	return out
+}
+
+// newModel builds the porcupine model for one key. With rec set, probes
+// record the state they see; otherwise they are legal no-ops.
+func newModel(km *keyModel, rec *recorder) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return lockState{} },
+		Step: func(state, input, _ any) (bool, any) {
+			s := state.(lockState)
+			in := input.(*lockInput)
+			switch in.kind {
+			case kStart:
+				return true, in.start
+			case kProbe:
+				if rec != nil {
+					rec.add(s)
+					return false, s
+				}
+				return true, s
+			case kCut:
+				return true, lockState{sink: true}
+			}
+			if s.sink {
+				return true, s
+			}
+			if in.bit >= 0 {
+				mask := uint64(1) << uint(in.bit)
+				if s.applied&mask != 0 {
+					return true, s // took effect before the segment began
+				}
+				ok, n := stepLock(s, in)
+				if ok {
+					n.applied |= mask
+				}
+				return ok, n
+			}
+			return stepLock(s, in)
+		},
+		Equal:             func(a, b any) bool { return a.(lockState) == b.(lockState) },
+		Hash:              hashState,
+		DescribeOperation: func(input, _ any) string { return km.describeOp(input.(*lockInput)) },
+		DescribeState:     func(state any) string { return km.describeState(state.(lockState)) },
+	}
+}
+
+func (km *keyModel) meta(id int32) leaseMeta {
+	if id <= 0 || int(id) >= len(km.leases) {
+		return leaseMeta{id: "?", client: -1, process: -1, op: -1}
+	}
+	return km.leases[id]
+}
+
+func (km *keyModel) leaseName(id int32) string { return km.meta(id).id }
+
+func (km *keyModel) describeOp(in *lockInput) string {
+	switch in.kind {
+	case kStart:
+		return "segment starts: " + km.describeState(in.start)
+	case kProbe, kCut:
+		return "segment cut at " + fmtTime(in.call)
+	}
+	var what string
+	switch in.kind {
+	case kAcquire:
+		what = "acquire"
+	case kRelease:
+		what = "release"
+	case kRefresh:
+		what = "refresh"
+	}
+	out := string(in.status)
+	if in.kind == kRelease && in.status == history.OK {
+		if in.deleted {
+			out = "ok, deleted"
+		} else {
+			out = "ok, nothing deleted"
+		}
+	}
+	ttl := ""
+	if in.kind != kRelease {
+		if in.ttl > 0 {
+			ttl = ", ttl " + fmtDur(in.ttl)
+		} else {
+			ttl = ", no ttl"
+		}
+	}
+	return fmt.Sprintf("client %d (process %d) %s %s%s -> %s [%s, %s]",
+		in.client, in.process, what, km.leaseName(in.lease), ttl, out, fmtTime(in.call), fmtTime(in.gaveUp))
+}
+
+func (km *keyModel) describeState(s lockState) string {
+	if s.sink {
+		return "(after the cut: not checked)"
+	}
+	if s.holder == 0 {
+		return "free"
+	}
+	m := km.meta(s.holder)
+	exp := "never expires"
+	if s.ttl > 0 {
+		exp = "may expire from " + fmtTime(s.start+s.ttl-expirySlack)
+	}
+	return fmt.Sprintf("held by client %d (lease %s) since %s, %s", m.client, m.id, fmtTime(s.start), exp)
+}

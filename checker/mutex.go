@@ -1,0 +1,109 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// MutualExclusion returns the checker of the lock's first promise: no two
+// clients hold a key at once. Every pair of holds on one key whose intervals
+// share a positive stretch of time is a double holder, classed by whether
+// both leases were in force at some instant of the overlap (the lock failed)
+// or not (a holder outlived its lease).
+func MutualExclusion(opts ...Option) Checker {
+	return &mutualExclusion{s: newSettings(opts)}
+}
+
+type mutualExclusion struct{ s settings }
+
+func (*mutualExclusion) Name() string { return "mutual-exclusion" }
+
+func (m *mutualExclusion) Check(ctx context.Context, h *history.History) Result {
+	return m.checkIndex(ctx, newIndex(h))
+}
+
+// checkIndex sweeps each key's holds in start order, keeping the holds still
+// open at the sweep line, so it costs O(holds + overlapping pairs) rather
+// than comparing every pair.
+func (m *mutualExclusion) checkIndex(_ context.Context, ix *index) Result {
+	c := newCollector(m.Name(), m.s)
+	var holds, pairs int64
+	for _, key := range ix.keys {
+		var active []*hold
+		for _, b := range ix.perKey[key].holds {
+			holds++
+			if b.end <= b.start {
+				continue // a hold of no length overlaps nothing
+			}
+			n := 0
+			for _, a := range active {
+				if a.end > b.start {
+					active[n] = a
+					n++
+				}
+			}
+			active = active[:n]
+			for _, a := range active {
+				pairs++
+				c.add(doubleHolder(key, a, b))
+			}
+			active = append(active, b)
+		}
+	}
+	c.stat("keys", int64(len(ix.keys)))
+	c.stat("holds", holds)
+	c.stat("overlaps", pairs)
+	return c.result()
+}
+
+// doubleHolder describes the overlap of a (which started first) and b.
+func doubleHolder(key string, a, b *hold) Anomaly {
+	o := span{b.start, min(a.end, b.end)}
+	an := Anomaly{
+		Kind:      KindDoubleHolder,
+		Clients:   []int{a.client(), b.client()},
+		Processes: []int{a.process(), b.process()},
+		Keys:      []string{key},
+		Leases:    []string{a.lease.id, b.lease.id},
+		StartNS:   o.from,
+		EndNS:     o.to,
+	}
+	who := fmt.Sprintf("clients %d and %d both held %s", a.client(), b.client(), key)
+	if a.client() == b.client() {
+		who = fmt.Sprintf("client %d held %s twice at once (leases %s and %s)", a.client(), key, a.lease.id, b.lease.id)
+	}
+	when := fmt.Sprintf("from %s to %s", fmtTime(o.from), fmtEnd(o.to))
+	if both := intersect(intersect(a.valid, b.valid), []span{o}); len(both) > 0 {
+		an.Class = ClassWithinLease
+		an.Detail = fmt.Sprintf("%s %s; both leases were in force from %s to %s, so the lock gave out a lease it had already given",
+			who, when, fmtTime(both[0].from), fmtEnd(both[0].to))
+		return an
+	}
+	an.Class = ClassLeaseOutlived
+	// At the overlap's start at least one lease was not in force (else the
+	// overlap would be within the lease): name it and when it ran out.
+	late := a
+	if ok, _ := a.validAt(o.from); ok {
+		late = b
+	}
+	_, ended := late.validAt(o.from)
+	var why string
+	if ended == -1<<63 {
+		why = fmt.Sprintf("client %d's acquire returned at %s, after its lease could already have run out",
+			late.client(), fmtTime(late.start))
+	} else {
+		why = fmt.Sprintf("client %d's lease had expired at %s", late.client(), fmtTime(ended))
+	}
+	an.Detail = fmt.Sprintf("%s %s; %s", who, when, why)
+	return an
+}
+
+// fmtEnd renders the end of an interval, which may be the end of time.
+func fmtEnd(ns int64) string {
+	if ns >= forever {
+		return "the end of the history"
+	}
+	return fmtTime(ns)
+}

@@ -1,0 +1,789 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/redis/go-redis/v9"
+)
+
+// SentinelMaster is the name the Sentinels monitor the master under.
+const SentinelMaster = "locktorture"
+
+// Test-sized Sentinel timers. Production runs down-after in the tens of
+// seconds; a second here makes a failover take a few seconds, so a short run
+// sees several. The failover timeout bounds one failover attempt (and the
+// replica reconfiguration after it); a failed attempt is retried after twice
+// that.
+const (
+	SentinelDownAfter       = 1000 * time.Millisecond
+	SentinelFailoverTimeout = 4000 * time.Millisecond
+	sentinelQuorum          = 2
+	sentinelCount           = 3
+	sentinelReplicas        = 2
+)
+
+// Observed is a topology that sees events worth a line in the history (a
+// master switch). The run hands it the recorder's Info before clients start.
+type Observed interface {
+	Observe(record func(history.Event))
+}
+
+// FailoverTopology is a master with replicas under Sentinel, as the failover
+// faults need it.
+type FailoverTopology interface {
+	Topology
+	// Master is the node a majority of Sentinels name as master now.
+	Master(ctx context.Context) (*Node, error)
+	// ReplicationPaths are the proxied links every other node uses to
+	// replicate from node: the links a fault delays or cuts.
+	ReplicationPaths(node *Node) []*Path
+	// ManualFailover asks Sentinel number i (mod their count) for SENTINEL
+	// FAILOVER: promotion without waiting for the master to fail.
+	ManualFailover(ctx context.Context, i int) error
+	// WaitSwitch waits until every Sentinel names a master other than old
+	// and that node says it is a master.
+	WaitSwitch(ctx context.Context, old *Node, timeout time.Duration) (*Node, error)
+	// Settle waits until the Sentinels agree on a master and every running
+	// node replicates from it with its link up, re-pointing stragglers.
+	Settle(ctx context.Context, timeout time.Duration) error
+}
+
+// SentinelTopology is one master, two replicas and three Sentinels, all
+// real processes on 127.0.0.1, as most production Redis locks run.
+//
+// Replication goes through Toxiproxy, one path per (replica, master) pair
+// (Network.Route(replica name, master address)), so a fault can delay or cut
+// the stream that carries a lock key to the replica that may be promoted.
+// The hard part is keeping that true after a failover: Sentinel tells the
+// replicas to follow the new master at the address that master announces,
+// and it rewrites (+fix-slave-config, after the failover timeout) any
+// replica whose master_host:master_port differs from the address it knows.
+// So re-pointing replicas at proxies behind Sentinel's back does not last,
+// and one proxy per node as its announced address would put Sentinel's own
+// health checks and every replica on the same faulty path (a replication
+// cut would then look like a dead master and cause a failover by itself).
+//
+// What this topology does instead: each node announces (replica-announce-
+// ip/port) a front, a small relay of the harness, and makes its outgoing
+// connections from a loopback address of its own (bind-source-addr
+// 127.0.0.x). The front sends a connection from another node's address
+// through that node's Toxiproxy path to its own node, and anything else
+// (Sentinels, the harness) straight to it. Sentinel, the replicas and the
+// Sentinel-aware clients all see the fronts as the nodes' addresses, so
+// Sentinel's bookkeeping agrees with the links, every replication link is a
+// faultable path whichever node is master, and Sentinel's view of the nodes
+// is never touched by a replication fault. Clients map a front back to its
+// node and dial it through their own proxies.
+type SentinelTopology struct {
+	local     *Local
+	net       *Network
+	fronts    []*front
+	sentinels []*sentinelProc
+	// control are direct clients to each node and Sentinel, for the
+	// harness's own questions (never through a proxy).
+	nodeCtl     []*redis.Client
+	sentinelCtl []*redis.Client
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	record func(history.Event)
+	master string // the master as last observed, for switch events
+	closed bool
+}
+
+// sourceIP is the loopback address node i makes its outgoing connections
+// from, which is how the fronts tell replicas from everyone else.
+func sourceIP(i int) string { return fmt.Sprintf("127.0.0.%d", i+2) }
+
+// StartSentinel starts the sentinel topology and waits until replication is
+// up and the Sentinels know each other and both replicas. On error
+// everything started is stopped.
+func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) {
+	if opts.Network == nil {
+		return nil, errors.New("sentinel topology needs the toxiproxy network")
+	}
+	l, err := NewLocal(opts.Local)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s := &SentinelTopology{local: l, net: opts.Network, cancel: cancel}
+	if err := s.start(ctx, wctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *SentinelTopology) start(ctx, wctx context.Context) error {
+	n := 1 + sentinelReplicas
+	for i := 0; i < n; i++ {
+		f, err := newFront(func(src net.IP) (string, error) { return s.upstream(i, src) })
+		if err != nil {
+			return err
+		}
+		s.fronts = append(s.fronts, f)
+	}
+	for i := 0; i < n; i++ {
+		args := []string{
+			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(s.fronts[i].port()),
+			"--bind-source-addr", sourceIP(i), "--repl-diskless-sync-delay", "0",
+		}
+		if i > 0 {
+			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(s.fronts[0].port()))
+		}
+		node, err := s.local.StartNode(ctx, fmt.Sprintf("redis%d", i+1), args)
+		if err != nil {
+			return fmt.Errorf("start sentinel topology: %w", err)
+		}
+		s.nodeCtl = append(s.nodeCtl, controlClient(node.Addr()))
+	}
+	// Every replication path exists before the first fault, whichever
+	// node becomes master later.
+	nodes := s.local.Nodes()
+	for _, from := range nodes {
+		for _, to := range nodes {
+			if from != to {
+				if _, err := s.net.Route(from.Name, to.Addr()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	s.master = nodes[0].Name
+	if err := s.Settle(ctx, 20*time.Second); err != nil {
+		return fmt.Errorf("start sentinel topology: replication: %w", err)
+	}
+	for i := 0; i < sentinelCount; i++ {
+		sp, err := s.startSentinel(ctx, i)
+		if err != nil {
+			return err
+		}
+		s.sentinels = append(s.sentinels, sp)
+		s.sentinelCtl = append(s.sentinelCtl, controlClient(sp.addr()))
+	}
+	if err := s.waitSentinels(ctx, 20*time.Second); err != nil {
+		return fmt.Errorf("start sentinel topology: %w", err)
+	}
+	for i := range s.sentinels {
+		s.wg.Add(1)
+		go s.watch(wctx, i)
+	}
+	return nil
+}
+
+func controlClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
+		DisableIdentity: true, Protocol: 2})
+}
+
+// upstream is where front i sends a connection from src: through the
+// replica's own path when src is another node's source address.
+func (s *SentinelTopology) upstream(i int, src net.IP) (string, error) {
+	nodes := s.local.Nodes()
+	if i >= len(nodes) {
+		return "", fmt.Errorf("front %d has no node yet", i)
+	}
+	for j, from := range nodes {
+		if j != i && src != nil && src.String() == sourceIP(j) {
+			p, err := s.net.Route(from.Name, nodes[i].Addr())
+			if err != nil {
+				return "", err
+			}
+			return p.Listen, nil
+		}
+	}
+	return nodes[i].Addr(), nil
+}
+
+// Name implements Topology.
+func (s *SentinelTopology) Name() string { return "sentinel" }
+
+// Nodes implements Topology: the redis-server nodes (not the Sentinels).
+func (s *SentinelTopology) Nodes() []*Node { return s.local.Nodes() }
+
+// SentinelAddrs are the Sentinels' addresses.
+func (s *SentinelTopology) SentinelAddrs() []string {
+	out := make([]string, len(s.sentinels))
+	for i, sp := range s.sentinels {
+		out[i] = sp.addr()
+	}
+	return out
+}
+
+// Pids are the process ids of every running node and Sentinel, for tests
+// that check nothing outlives Close.
+func (s *SentinelTopology) Pids() []int {
+	var out []int
+	for _, n := range s.local.Nodes() {
+		if p := n.Pid(); p != 0 {
+			out = append(out, p)
+		}
+	}
+	for _, sp := range s.sentinels {
+		if p := sp.pid(); p != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Connect implements Topology: one go-redis failover client, which asks the
+// Sentinels for the master on every dial and drops its connections on
+// +switch-master. Its connections to Sentinels and to the master's front
+// (mapped back to the node) all go through dial.
+func (s *SentinelTopology) Connect(dial DialFunc, tune func(*redis.Options)) ([]redis.UniversalClient, error) {
+	o := &redis.Options{PoolSize: 4, DisableIdentity: true}
+	if tune != nil {
+		tune(o)
+	}
+	c := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    SentinelMaster,
+		SentinelAddrs: s.SentinelAddrs(),
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if n := s.nodeByFront(addr); n != nil {
+				addr = n.Addr()
+			}
+			return dial(ctx, network, addr)
+		},
+		Protocol: o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
+		MaxRetryBackoff: o.MaxRetryBackoff, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, DisableIdentity: o.DisableIdentity,
+	})
+	return []redis.UniversalClient{c}, nil
+}
+
+// nodeByFront maps an announced address to its node, nil if it is none.
+func (s *SentinelTopology) nodeByFront(addr string) *Node {
+	nodes := s.local.Nodes()
+	for i, f := range s.fronts {
+		if f.addr() == addr && i < len(nodes) {
+			return nodes[i]
+		}
+	}
+	return nil
+}
+
+func (s *SentinelTopology) frontOf(n *Node) *front {
+	for i, m := range s.local.Nodes() {
+		if m == n {
+			return s.fronts[i]
+		}
+	}
+	return nil
+}
+
+func (s *SentinelTopology) control(n *Node) *redis.Client {
+	for i, m := range s.local.Nodes() {
+		if m == n && i < len(s.nodeCtl) {
+			return s.nodeCtl[i]
+		}
+	}
+	return nil
+}
+
+// Master implements FailoverTopology.
+func (s *SentinelTopology) Master(ctx context.Context) (*Node, error) {
+	votes := map[*Node]int{}
+	var errs []error
+	for i := range s.sentinelCtl {
+		n, err := s.askMaster(ctx, i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		votes[n]++
+		if votes[n] > len(s.sentinelCtl)/2 {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no majority of Sentinels names a master (%v): %w", votes, errors.Join(errs...))
+}
+
+func (s *SentinelTopology) askMaster(ctx context.Context, i int) (*Node, error) {
+	addr, err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("ask sentinel %d for the master: %w", i+1, err)
+	}
+	if len(addr) != 2 {
+		return nil, fmt.Errorf("sentinel %d answered %v for the master", i+1, addr)
+	}
+	n := s.nodeByFront(net.JoinHostPort(addr[0], addr[1]))
+	if n == nil {
+		return nil, fmt.Errorf("sentinel %d names %s:%s, which is no node's address", i+1, addr[0], addr[1])
+	}
+	return n, nil
+}
+
+// agreed returns the master every Sentinel names, if they agree.
+func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
+	var m *Node
+	for i := range s.sentinelCtl {
+		n, err := s.askMaster(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil && n != m {
+			return nil, fmt.Errorf("sentinels disagree: %s and %s", m.Name, n.Name)
+		}
+		m = n
+	}
+	if m == nil {
+		return nil, errors.New("no sentinel")
+	}
+	return m, nil
+}
+
+// ReplicationPaths implements FailoverTopology.
+func (s *SentinelTopology) ReplicationPaths(node *Node) []*Path {
+	var out []*Path
+	for _, from := range s.local.Nodes() {
+		if from != node {
+			out = append(out, s.net.Paths(from.Name, node.Addr())...)
+		}
+	}
+	return out
+}
+
+// ManualFailover implements FailoverTopology.
+func (s *SentinelTopology) ManualFailover(ctx context.Context, i int) error {
+	if len(s.sentinelCtl) == 0 {
+		return errors.New("no sentinel")
+	}
+	i %= len(s.sentinelCtl)
+	if err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "FAILOVER", SentinelMaster).Err(); err != nil {
+		return fmt.Errorf("SENTINEL FAILOVER on sentinel %d: %w", i+1, err)
+	}
+	return nil
+}
+
+// WaitSwitch implements FailoverTopology.
+func (s *SentinelTopology) WaitSwitch(ctx context.Context, old *Node, timeout time.Duration) (*Node, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		m, err := s.agreed(ctx)
+		if err == nil && m != old {
+			var role string
+			if role, err = s.role(ctx, m); err == nil && role == "master" {
+				return m, nil
+			} else if err == nil {
+				err = fmt.Errorf("%s is named master but says %s", m.Name, role)
+			}
+		} else if err == nil {
+			err = fmt.Errorf("the sentinels still name %s", old.Name)
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no failover away from %s within %v: %w", old.Name, timeout, last)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Settle implements FailoverTopology.
+func (s *SentinelTopology) Settle(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := s.settleOnce(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology not settled after %v: %w", timeout, err)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *SentinelTopology) settleOnce(ctx context.Context) error {
+	var m *Node
+	if len(s.sentinelCtl) == 0 {
+		m = s.local.Nodes()[0] // before the Sentinels start
+	} else {
+		var err error
+		if m, err = s.agreed(ctx); err != nil {
+			return err
+		}
+	}
+	if role, err := s.role(ctx, m); err != nil {
+		return err
+	} else if role != "master" {
+		return fmt.Errorf("%s is named master but says %s", m.Name, role)
+	}
+	f := s.frontOf(m)
+	for _, n := range s.local.Nodes() {
+		if n == m || n.Pid() == 0 {
+			continue
+		}
+		info, err := s.replication(ctx, n)
+		if err != nil {
+			return err
+		}
+		if info["role"] != "slave" || net.JoinHostPort(info["master_host"], info["master_port"]) != f.addr() {
+			if err := s.control(n).Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(f.port())).Err(); err != nil {
+				return fmt.Errorf("point %s at %s: %w", n.Name, m.Name, err)
+			}
+			return fmt.Errorf("%s re-pointed at %s", n.Name, m.Name)
+		}
+		if info["master_link_status"] != "up" {
+			return fmt.Errorf("%s's link to %s is %s", n.Name, m.Name, info["master_link_status"])
+		}
+	}
+	return nil
+}
+
+func (s *SentinelTopology) role(ctx context.Context, n *Node) (string, error) {
+	info, err := s.replication(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	return info["role"], nil
+}
+
+// replication returns a node's INFO replication fields.
+func (s *SentinelTopology) replication(ctx context.Context, n *Node) (map[string]string, error) {
+	c := s.control(n)
+	if c == nil {
+		return nil, fmt.Errorf("no control client for %s", n.Name)
+	}
+	txt, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO replication of %s: %w", n.Name, err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(txt))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// waitSentinels waits until every Sentinel knows both replicas and the
+// other Sentinels, so that a failover can be authorised.
+func (s *SentinelTopology) waitSentinels(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := s.sentinelsReady(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sentinels not ready after %v: %w", timeout, err)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *SentinelTopology) sentinelsReady(ctx context.Context) error {
+	for i, c := range s.sentinelCtl {
+		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+		if err != nil {
+			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
+		}
+		if len(reps) < sentinelReplicas {
+			return fmt.Errorf("sentinel %d knows %d replicas", i+1, len(reps))
+		}
+		others, err := c.Do(ctx, "SENTINEL", "SENTINELS", SentinelMaster).Slice()
+		if err != nil {
+			return fmt.Errorf("sentinel %d: sentinels: %w", i+1, err)
+		}
+		if len(others) < sentinelCount-1 {
+			return fmt.Errorf("sentinel %d knows %d other sentinels", i+1, len(others))
+		}
+	}
+	return nil
+}
+
+// Observe implements Observed: every master switch a Sentinel announces
+// (+switch-master) becomes a history.MasterSwitch event naming the new
+// master, once per switch however many Sentinels announce it.
+func (s *SentinelTopology) Observe(record func(history.Event)) {
+	s.mu.Lock()
+	s.record = record
+	s.mu.Unlock()
+}
+
+// watch follows one Sentinel's +switch-master announcements until ctx ends.
+func (s *SentinelTopology) watch(ctx context.Context, i int) {
+	defer s.wg.Done()
+	c := redis.NewClient(&redis.Options{Addr: s.sentinels[i].addr(), DisableIdentity: true, Protocol: 2})
+	defer c.Close()
+	ps := c.Subscribe(ctx, "+switch-master")
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			// <name> <old ip> <old port> <new ip> <new port>
+			f := strings.Fields(msg.Payload)
+			if len(f) != 5 || f[0] != SentinelMaster {
+				continue
+			}
+			if n := s.nodeByFront(net.JoinHostPort(f[3], f[4])); n != nil {
+				s.switched(n)
+			}
+		}
+	}
+}
+
+func (s *SentinelTopology) switched(n *Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n.Name == s.master || s.closed {
+		return
+	}
+	s.master = n.Name
+	if s.record != nil {
+		s.record(history.Event{Op: history.MasterSwitch, Target: n.Name})
+	}
+}
+
+// Close implements Topology: it stops the observers, the Sentinels, the
+// fronts and every node, and removes the files.
+func (s *SentinelTopology) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	for _, sp := range s.sentinels {
+		sp.kill()
+	}
+	for _, c := range append(s.nodeCtl, s.sentinelCtl...) {
+		_ = c.Close()
+	}
+	for _, f := range s.fronts {
+		f.close()
+	}
+	return s.local.Close()
+}
+
+// sentinelProc is one redis-server --sentinel process. Sentinel rewrites
+// its configuration file as it learns, so each has its own.
+type sentinelProc struct {
+	port   int
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (p *sentinelProc) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+func (p *sentinelProc) pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-p.exited:
+		return 0
+	default:
+		return p.cmd.Process.Pid
+	}
+}
+
+func (p *sentinelProc) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func (s *SentinelTopology) startSentinel(ctx context.Context, i int) (*sentinelProc, error) {
+	dir := filepath.Join(s.local.Dir(), fmt.Sprintf("sentinel%d", i+1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make dir for sentinel %d: %w", i+1, err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		p := &sentinelProc{port: port, dir: dir}
+		if lastErr = p.start(ctx, s.local.opts.RedisServer, s.fronts[0].port()); lastErr == nil {
+			return p, nil
+		}
+		p.kill()
+	}
+	return nil, fmt.Errorf("start sentinel %d: %w", i+1, lastErr)
+}
+
+func (p *sentinelProc) start(ctx context.Context, bin string, masterPort int) error {
+	conf := filepath.Join(p.dir, "sentinel.conf")
+	text := fmt.Sprintf(`port %d
+bind 127.0.0.1
+protected-mode no
+daemonize no
+dir %s
+logfile %s
+sentinel monitor %s 127.0.0.1 %d %d
+sentinel down-after-milliseconds %s %d
+sentinel failover-timeout %s %d
+sentinel parallel-syncs %s %d
+`, p.port, p.dir, filepath.Join(p.dir, "sentinel.log"),
+		SentinelMaster, masterPort, sentinelQuorum,
+		SentinelMaster, SentinelDownAfter.Milliseconds(),
+		SentinelMaster, SentinelFailoverTimeout.Milliseconds(),
+		SentinelMaster, sentinelReplicas)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", conf, err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.Dir = p.dir
+	// Bound to the harness like the nodes: if it dies, so does Sentinel.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start sentinel on %s: %w", p.addr(), err)
+	}
+	p.cmd, p.exited = cmd, make(chan struct{})
+	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.exited)
+	if err := waitPing(ctx, p.addr(), p.exited, 10*time.Second); err != nil {
+		return fmt.Errorf("start sentinel on %s: %w", p.addr(), err)
+	}
+	return nil
+}
+
+// front is a node's announced address: a relay that sends a connection on
+// according to where it comes from (see SentinelTopology).
+type front struct {
+	ln       net.Listener
+	upstream func(src net.IP) (string, error)
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newFront(upstream func(net.IP) (string, error)) (*front, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for a node's front: %w", err)
+	}
+	f := &front{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
+	f.wg.Add(1)
+	go f.serve()
+	return f, nil
+}
+
+func (f *front) addr() string { return f.ln.Addr().String() }
+func (f *front) port() int    { return f.ln.Addr().(*net.TCPAddr).Port }
+
+func (f *front) serve() {
+	defer f.wg.Done()
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.wg.Add(1)
+		go f.relay(c)
+	}
+}
+
+func (f *front) relay(c net.Conn) {
+	defer f.wg.Done()
+	var src net.IP
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		src = a.IP
+	}
+	up, err := f.upstream(src)
+	var u net.Conn
+	if err == nil {
+		u, err = net.DialTimeout("tcp", up, 2*time.Second)
+	}
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !f.track(c, u) {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
+	<-done
+	c.Close()
+	u.Close()
+	<-done
+	f.mu.Lock()
+	delete(f.conns, c)
+	delete(f.conns, u)
+	f.mu.Unlock()
+}
+
+func (f *front) track(cs ...net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		f.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (f *front) close() {
+	f.mu.Lock()
+	f.closed = true
+	for c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.ln.Close()
+	f.wg.Wait()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,371 @@
+// Command torture puts a Redis lock under concurrent clients on real Redis
+// servers and says, with the recorded history as evidence, whether mutual
+// exclusion held. It only parses flags and prints; package locktorture does
+// the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/nemesis"
+)
+
+// Exit codes, as in DESIGN.md.
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUsage   = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usageText = `usage:
+  torture run   --lock NAME [flags]     put a lock under concurrent clients and check the history
+  torture check RUN_DIR|HISTORY [flags] re-check a saved history without Redis
+  torture list                          list the locks
+Run 'torture run -h' for the flags of a run.`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usageText)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "list":
+		return cmdList(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usageText)
+		return exitValid
+	}
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check or list)\n", args[0])
+	return exitUsage
+}
+
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "torture: %s\n", oneLine(err.Error()))
+	return exitUsage
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// newFlags returns a flag set whose errors come back to us, one line each.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse runs fs.Parse and turns -h into printed help.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (help bool, err error) {
+	err = fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return true, nil
+	}
+	if err == nil && fs.NArg() > 0 && fs.Name() != "check" {
+		return false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return false, err
+}
+
+// holdRange is a --hold MIN..MAX flag (or a single duration).
+type holdRange struct{ min, max time.Duration }
+
+func (h *holdRange) String() string { return h.min.String() + ".." + h.max.String() }
+
+func (h *holdRange) Set(s string) error {
+	lo, hi, found := strings.Cut(s, "..")
+	if !found {
+		hi = lo
+	}
+	a, err := time.ParseDuration(lo)
+	if err != nil {
+		return fmt.Errorf("want MIN..MAX durations like 10ms..100ms")
+	}
+	b, err := time.ParseDuration(hi)
+	if err != nil {
+		return fmt.Errorf("want MIN..MAX durations like 10ms..100ms")
+	}
+	if a < 0 || b < a {
+		return fmt.Errorf("want 0 <= MIN <= MAX")
+	}
+	h.min, h.max = a, b
+	return nil
+}
+
+// optionalInt is an int flag that remembers whether it was set.
+type optionalInt struct{ v *int }
+
+func (o *optionalInt) String() string {
+	if o.v == nil {
+		return "library default"
+	}
+	return fmt.Sprint(*o.v)
+}
+
+func (o *optionalInt) Set(s string) error {
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil || n < -1 {
+		return fmt.Errorf("want an integer >= -1")
+	}
+	o.v = &n
+	return nil
+}
+
+type persistenceFlag struct{ v cluster.Persistence }
+
+func (p *persistenceFlag) String() string { return string(p.v) }
+
+func (p *persistenceFlag) Set(s string) error {
+	v, err := cluster.ParsePersistence(s)
+	if err != nil {
+		return fmt.Errorf("want off, everysec or always")
+	}
+	p.v = v
+	return nil
+}
+
+type expectFlag struct{ v checker.Verdict }
+
+func (e *expectFlag) String() string { return string(e.v) }
+
+func (e *expectFlag) Set(s string) error {
+	switch checker.Verdict(s) {
+	case checker.Valid, checker.Invalid:
+		e.v = checker.Verdict(s)
+		return nil
+	}
+	return fmt.Errorf("want valid or invalid")
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	d := locktorture.DefaultOptions()
+	opts := d
+	hold := holdRange{d.HoldMin, d.HoldMax}
+	var retries optionalInt
+	var expect expectFlag
+	var quiet bool
+	var persistence persistenceFlag
+	seed := time.Now().UnixNano() % 1_000_000
+	fs := newFlags("run", stderr)
+	fs.StringVar(&opts.Lock, "lock", d.Lock, "lock under test (see 'torture list')")
+	fs.StringVar(&opts.Workload, "workload", d.Workload, "what clients do: mutex")
+	fs.IntVar(&opts.Clients, "clients", d.Clients, "concurrent clients")
+	fs.IntVar(&opts.Keys, "keys", d.Keys, "lock keys the clients contend for")
+	fs.DurationVar(&opts.Duration, "duration", d.Duration, "how long clients run")
+	fs.DurationVar(&opts.TTL, "ttl", d.TTL, "lock TTL")
+	fs.Var(&hold, "hold", "work time inside the lock, MIN..MAX")
+	fs.Float64Var(&opts.Overrun, "overrun", 0, "probability that a hold outlasts the TTL (7/6 of it)")
+	fs.Float64Var(&opts.Abandon, "abandon", 0, "probability that a holder dies without releasing")
+	fs.DurationVar(&opts.Wait, "wait", 0, "how long one acquire retries before giving up (default: the TTL)")
+	fs.DurationVar(&opts.RetryDelay, "retry-delay", 0, "pause between acquire attempts (default: TTL/20)")
+	fs.Int64Var(&seed, "seed", seed, "seed for every random choice of the run (default: random, printed)")
+	fs.Var(&retries, "redis-retries", "go-redis MaxRetries (-1: none; default: the library's)")
+	fs.DurationVar(&opts.RedisTimeout, "redis-timeout", 0, "go-redis dial/read/write timeout (default: the library's)")
+	fs.StringVar(&opts.OutDir, "out", d.OutDir, "directory that receives the run folder")
+	fs.StringVar(&opts.RunID, "run-id", "", "name of the run folder (default: time, lock and seed)")
+	fs.DurationVar(&opts.CheckTimeout, "check-timeout", d.CheckTimeout, "time limit of the linearizability check")
+	fs.StringVar(&opts.Topology, "topology", d.Topology, "redis deployment: "+strings.Join(cluster.TopologyNames(), ", "))
+	fs.IntVar(&opts.Nodes, "nodes", 0, "masters of a multi-master topology (redlock: default 5)")
+	fs.Var(&persistence, "persistence", "redis persistence: off, everysec or always (AOF fsync)")
+	fs.StringVar(&opts.Toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy-server (default: embedded)")
+	fs.StringVar(&opts.Nemesis, "nemesis", "", "comma-separated faults to inject (see 'torture list')")
+	fs.DurationVar(&opts.NemesisInterval, "nemesis-interval", d.NemesisInterval, "mean quiet time between faults")
+	fs.DurationVar(&opts.NemesisDuration, "nemesis-duration", 0, "mean time a fault stays active (default: the interval)")
+	fs.DurationVar(&opts.NemesisOptions.Latency, "latency", 0, "latency fault delay (default: 2 x TTL)")
+	fs.DurationVar(&opts.NemesisOptions.Jitter, "jitter", 0, "latency fault jitter (default: 10% of the latency)")
+	fs.StringVar(&opts.NemesisOptions.Direction, "direction", "", "network faults: up, down or both (default per fault)")
+	fs.Float64Var(&opts.NemesisOptions.LostReplyRate, "lost-reply-rate", 0, "share of connections whose replies are lost (default 0.5)")
+	fs.DurationVar(&opts.NemesisOptions.Downtime, "downtime", 0, "how long crash-redis keeps a node down before restarting it")
+	fs.Var(&expect, "expect", "gate mode: exit 0 only if the verdict is this (valid or invalid)")
+	fs.BoolVar(&quiet, "quiet", false, "no live status line")
+	if help, err := parse(fs, args, stdout); help {
+		return exitValid
+	} else if err != nil {
+		return fail(stderr, fmt.Errorf("run: %v", err))
+	}
+	// Zero means "default" to the library; on the command line it is a mistake.
+	switch {
+	case opts.Clients < 1:
+		return fail(stderr, fmt.Errorf("run: --clients %d: want at least 1", opts.Clients))
+	case opts.Keys < 1:
+		return fail(stderr, fmt.Errorf("run: --keys %d: want at least 1", opts.Keys))
+	case opts.Duration <= 0:
+		return fail(stderr, fmt.Errorf("run: --duration %v: want a positive duration", opts.Duration))
+	case opts.TTL <= 0:
+		return fail(stderr, fmt.Errorf("run: --ttl %v: want a positive duration", opts.TTL))
+	}
+	opts.Seed = seed
+	opts.HoldMin, opts.HoldMax = hold.min, hold.max
+	opts.RedisRetries = retries.v
+	opts.Persistence = persistence.v
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	tty := !quiet && isTerminal(stderr)
+	if tty {
+		opts.Progress = func(s locktorture.Status) {
+			fmt.Fprintf(stderr, "\r\033[K%6.1fs  %8.0f ops/s  %7d acquires  %4d anomalies so far",
+				s.Elapsed.Seconds(), s.OpsPerSec, s.Acquired, s.Anomalies)
+		}
+	}
+	opts.Logf = func(format string, args ...any) {
+		if tty {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		fmt.Fprintf(stderr, "torture: "+format+"\n", args...)
+	}
+	fmt.Fprintf(stdout, "torture: %s on %s, %d clients, %d keys, ttl %v, hold %v, %v, seed %d\n",
+		opts.Lock, opts.Topology, opts.Clients, opts.Keys, opts.TTL, hold.String(), opts.Duration, seed)
+	if opts.Nemesis != "" {
+		fmt.Fprintf(stdout, "nemesis: %s every ~%v\n", opts.Nemesis, opts.NemesisInterval)
+	}
+	res, err := locktorture.Run(ctx, opts)
+	if tty {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return fail(stderr, err)
+	}
+	fmt.Fprintf(stdout, "%d ops in %.1fs (%.0f ops/s): %d acquired, %d failed, %d unknown, %d crashes\n",
+		res.Stats.Ops, res.Stats.Duration.Seconds(), res.Stats.OpsPerSec, res.Stats.Acquired,
+		res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.Crashes)
+	printReport(stdout, res.Report)
+	if res.Dir != "" {
+		fmt.Fprintf(stdout, "run folder: %s\n", res.Dir)
+	}
+	if res.Interrupted {
+		fmt.Fprintln(stderr, "torture: run interrupted; the verdict covers what was recorded")
+		return exitUsage
+	}
+	return exitCode(res.Verdict, expect.v, stdout)
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	var expect expectFlag
+	timeout := locktorture.DefaultOptions().CheckTimeout
+	fs := newFlags("check", stderr)
+	fs.Var(&expect, "expect", "exit 0 only if the verdict is this (valid or invalid)")
+	fs.DurationVar(&timeout, "check-timeout", timeout, "time limit of the linearizability check")
+	// Accept flags before or after the path.
+	var paths []string
+	rest := args
+	for {
+		if help, err := parse(fs, rest, stdout); help {
+			return exitValid
+		} else if err != nil {
+			return fail(stderr, fmt.Errorf("check: %v", err))
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(paths) != 1 {
+		return fail(stderr, errors.New("check: want exactly one RUN_DIR or history.jsonl"))
+	}
+	report, h, err := locktorture.Check(context.Background(), paths[0], timeout)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("check: %v", err))
+	}
+	if h.Run != nil {
+		fmt.Fprintf(stdout, "history of run %s: lock %s, %d clients, %d keys, ttl %dms, seed %d, %d events\n",
+			h.Run.ID, h.Run.Lock, h.Run.Clients, h.Run.Keys, h.Run.TTLMillis, h.Run.Seed, len(h.Events))
+	}
+	printReport(stdout, report)
+	return exitCode(report.Verdict, expect.v, stdout)
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		return fail(stderr, fmt.Errorf("list: unexpected argument %q", args[0]))
+	}
+	fmt.Fprintln(stdout, "locks:")
+	for _, e := range locks.Builtin().Entries() {
+		fmt.Fprintf(stdout, "  %-18s %s\n", e.Name, e.Summary)
+	}
+	fmt.Fprintln(stdout, "nemeses (--nemesis a,b,...):")
+	for _, e := range nemesis.Entries() {
+		fmt.Fprintf(stdout, "  %-18s %s\n", e.Name, e.Summary)
+	}
+	fmt.Fprintf(stdout, "topologies (--topology): %s\n", strings.Join(cluster.TopologyNames(), ", "))
+	return exitValid
+}
+
+// perKind bounds the anomalies printed of each kind; summary.json has them all.
+const perKind = 3
+
+func printReport(w io.Writer, r *checker.Report) {
+	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(r.Verdict)))
+	for _, res := range r.Results {
+		if res.Verdict == checker.Unknown {
+			fmt.Fprintf(w, "  %s: unknown (%s)\n", res.Checker, res.Error)
+		}
+	}
+	shown := map[checker.Kind]int{}
+	for _, a := range r.Anomalies {
+		if shown[a.Kind] == perKind {
+			continue
+		}
+		shown[a.Kind]++
+		kind := string(a.Kind)
+		if a.Class != "" {
+			kind += " (" + string(a.Class) + ")"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", kind, a.Detail)
+	}
+	if len(r.Count) > 0 {
+		var parts []string
+		for k, n := range r.Count {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(w, "anomalies: %s (details in summary.json)\n", strings.Join(parts, ", "))
+	}
+}
+
+func exitCode(got, want checker.Verdict, w io.Writer) int {
+	if want != "" {
+		if got == want {
+			return exitValid
+		}
+		fmt.Fprintf(w, "expected %s, got %s\n", want, got)
+		return exitInvalid
+	}
+	if got == checker.Valid {
+		return exitValid
+	}
+	return exitInvalid
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,100 @@
+package locktorture
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/workloads"
+	"github.com/redis/go-redis/v9"
+)
+
+// env is what a run stands on: the proxies and the Redis topology.
+type env struct {
+	net  *cluster.Network
+	topo cluster.Topology
+	once sync.Once
+}
+
+func startEnv(ctx context.Context, opts Options, entry locks.Entry) (*env, error) {
+	netw, err := cluster.StartNetwork(ctx, opts.Toxiproxy)
+	if err != nil {
+		return nil, err
+	}
+	nodes := opts.Nodes
+	if nodes == 0 && entry.Nodes > 1 {
+		nodes = entry.Nodes
+	}
+	topo, err := cluster.StartTopology(ctx, opts.Topology, cluster.TopologyOptions{
+		Local:   cluster.Options{RedisServer: opts.RedisServer, Persistence: opts.Persistence},
+		Network: netw, Nodes: nodes,
+	})
+	if err != nil {
+		netw.Close()
+		return nil, err
+	}
+	e := &env{net: netw, topo: topo}
+	// Every client's path to every node exists before the first fault, so
+	// a fault started early reaches all of them.
+	for c := 0; c < opts.Clients; c++ {
+		for _, n := range topo.Nodes() {
+			if _, err := netw.Route(nemesis.ClientName(c), n.Addr()); err != nil {
+				e.close()
+				return nil, err
+			}
+		}
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	e.once.Do(func() {
+		e.topo.Close()
+		e.net.Close()
+	})
+}
+
+// connector opens a process's connections through its client's proxies and
+// its gate, with the go-redis settings the user chose.
+func (e *env) connector(opts Options) func(int, *workloads.Gate) ([]redis.UniversalClient, error) {
+	tune := func(o *redis.Options) {
+		if opts.RedisRetries != nil {
+			o.MaxRetries = *opts.RedisRetries
+		}
+		if opts.RedisTimeout > 0 {
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = opts.RedisTimeout, opts.RedisTimeout, opts.RedisTimeout
+		}
+	}
+	return func(client int, gate *workloads.Gate) ([]redis.UniversalClient, error) {
+		dial := e.net.Dialer(nemesis.ClientName(client))
+		gated := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return gate.Conn(c), nil
+		}
+		nodes, err := e.topo.Connect(gated, tune)
+		if err != nil {
+			return nil, fmt.Errorf("connect client %d: %w", client, err)
+		}
+		return nodes, nil
+	}
+}
+
+// clientSet lets client faults reach the runner's live processes.
+type clientSet struct{ r *workloads.Runner }
+
+func (c clientSet) Count() int { return c.r.Clients() }
+
+func (c clientSet) Gate(i int) nemesis.Gate {
+	p := c.r.Current(i)
+	if p == nil {
+		return nil
+	}
+	return p.Gate
+}

@@ -1,0 +1,140 @@
+// Package history is the record of a run: every operation a client performed,
+// as an invocation and a completion stamped on one monotonic clock, and every
+// fault the nemesis started or healed. The recorder streams it to disk while the
+// run goes on, so a harness that dies still leaves a history that can be checked;
+// the reader treats such a file as untrusted input and validates it.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Type says what an event is: the invocation of an operation, one of its three
+// possible completions, or an informational event (a crash, a fault, a failover).
+type Type string
+
+const (
+	Invoke Type = "invoke"
+	// OK: the operation happened and the client saw its result.
+	OK Type = "ok"
+	// Fail: the operation definitely did not take effect.
+	Fail Type = "fail"
+	// Unknown: timeout, reset or lost reply; it may or may not have taken effect.
+	// The process that issued it never issues another operation.
+	Unknown Type = "unknown"
+	// Info: something that happened at one instant, not an operation: a client
+	// crash, a fault starting or healing, a master switch.
+	Info Type = "info"
+)
+
+// Op names an operation (for invoke and completion events) or an informational
+// event (for Info events).
+type Op string
+
+// Lock operations.
+const (
+	Acquire Op = "acquire"
+	Release Op = "release"
+	Refresh Op = "refresh"
+)
+
+// Guarded-resource operations.
+const (
+	Read  Op = "read"
+	Write Op = "write"
+)
+
+// Informational events.
+const (
+	// Crash: the process died where it stood; a lease it held is never released.
+	Crash Op = "crash"
+	// FaultStart and FaultHeal bracket the time a fault was active.
+	FaultStart Op = "fault-start"
+	FaultHeal  Op = "fault-heal"
+	// MasterSwitch: the node serving as master changed (Target is the new one).
+	MasterSwitch Op = "master-switch"
+)
+
+// Event is one line of history.jsonl.
+//
+// Invocation and completion of one operation share ID. Process identifies one
+// incarnation of a client: after an unknown completion or a crash the client
+// goes on under a new process id, so a process has at most one operation open.
+type Event struct {
+	Index   int64  `json:"i"`
+	Time    int64  `json:"t"` // nanoseconds since the run's base time
+	Type    Type   `json:"type"`
+	Op      Op     `json:"op"`
+	ID      int64  `json:"id,omitempty"`
+	Process int    `json:"process"`
+	Client  int    `json:"client"`
+	Key     string `json:"key,omitempty"`
+	// Lease identifies one acquisition: the random token the lock wrote, or a
+	// harness-made id for locks that write a constant value. Release and
+	// refresh name the lease they act for.
+	Lease string `json:"lease,omitempty"`
+	// TTL of the lease in milliseconds; 0 on an acquire means no expiry.
+	TTLMillis int64 `json:"ttl_ms,omitempty"`
+	// Fence is the fencing token a lock handed out with its lease, or the
+	// token a write to a fenced resource carried.
+	Fence int64 `json:"fence,omitempty"`
+	// Value is what a read returned or what a write stored.
+	Value *int64 `json:"value,omitempty"`
+	// Seq is the guarded resource's own order of the operations it applied.
+	Seq int64 `json:"seq,omitempty"`
+	// Deleted reports, on a release completion, whether the key was really deleted.
+	Deleted *bool `json:"deleted,omitempty"`
+	// Fault names the fault of a FaultStart/FaultHeal event; Target what it hit.
+	Fault  string `json:"fault,omitempty"`
+	Target string `json:"target,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Run is set on the first line only: how the run was configured.
+	Run *RunInfo `json:"run,omitempty"`
+}
+
+// RunInfo is the header of a history: enough to re-check it without the
+// command line that produced it.
+type RunInfo struct {
+	ID        string            `json:"id"`
+	Lock      string            `json:"lock"`
+	Workload  string            `json:"workload,omitempty"`
+	Topology  string            `json:"topology,omitempty"`
+	Clients   int               `json:"clients"`
+	Keys      int               `json:"keys"`
+	TTLMillis int64             `json:"ttl_ms"`
+	Seed      int64             `json:"seed"`
+	Started   time.Time         `json:"started"`
+	Params    map[string]string `json:"params,omitempty"`
+}
+
+// TTL returns the configured lease time of the run.
+func (r *RunInfo) TTL() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
+
+// Int64 returns a pointer to v, for Event.Value.
+func Int64(v int64) *int64 { return &v }
+
+// Bool returns a pointer to v, for Event.Deleted.
+func Bool(v bool) *bool { return &v }
+
+// IsCompletion reports whether t completes an operation.
+func (t Type) IsCompletion() bool { return t == OK || t == Fail || t == Unknown }
+
+func (t Type) valid() bool {
+	switch t {
+	case Invoke, OK, Fail, Unknown, Info:
+		return true
+	}
+	return false
+}
+
+// String renders the event as its JSON line, for error messages and debugging.
+func (e Event) String() string {
+	type plain Event
+	b, err := json.Marshal(plain(e))
+	if err != nil {
+		return fmt.Sprintf("event %d (%s %s): %v", e.Index, e.Type, e.Op, err)
+	}
+	return string(b)
+}

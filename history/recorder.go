@@ -1,0 +1,160 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Recorder stamps events on one monotonic clock and streams them as JSON lines.
+// It is safe for concurrent use by every client of a run.
+type Recorder struct {
+	base time.Time
+
+	mu     sync.Mutex
+	w      *bufio.Writer
+	enc    *json.Encoder
+	events []Event
+	nextID int64
+	err    error
+	closed bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewRecorder starts a history whose clock reads zero now. Events are written
+// to w (which may be nil) and flushed at least every flushEvery, so that a
+// harness killed mid-run leaves all but the last moments on disk.
+func NewRecorder(w io.Writer, run *RunInfo, flushEvery time.Duration) *Recorder {
+	r := &Recorder{base: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	if w != nil {
+		r.w = bufio.NewWriterSize(w, 64<<10)
+		r.enc = json.NewEncoder(r.w)
+	}
+	if run != nil {
+		r.record(Event{Type: Info, Op: "run", Run: run})
+	}
+	if flushEvery <= 0 {
+		flushEvery = 100 * time.Millisecond
+	}
+	go r.flushLoop(flushEvery)
+	return r
+}
+
+// Now is the time since the run's base, on the history's clock.
+func (r *Recorder) Now() time.Duration { return time.Since(r.base) }
+
+// Base is the wall-clock instant the history's clock reads zero.
+func (r *Recorder) Base() time.Time { return r.base }
+
+func (r *Recorder) flushLoop(every time.Duration) {
+	defer close(r.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			if r.w != nil && r.err == nil {
+				r.err = r.w.Flush()
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// record stamps e under the lock so that the file's order is the clock's order.
+func (r *Recorder) record(e Event) Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return e
+	}
+	e.Time = int64(time.Since(r.base))
+	e.Index = int64(len(r.events))
+	r.events = append(r.events, e)
+	if r.enc != nil && r.err == nil {
+		r.err = r.enc.Encode(e)
+	}
+	return e
+}
+
+// Invoke records the start of an operation and returns the stamped event,
+// which carries the ID its completion must repeat.
+func (r *Recorder) Invoke(e Event) Event {
+	r.mu.Lock()
+	r.nextID++
+	e.ID = r.nextID
+	r.mu.Unlock()
+	e.Type = Invoke
+	return r.record(e)
+}
+
+// Complete records the completion of inv with type t. Fence, Value, Seq,
+// Deleted and Error are taken from with; Lease and TTLMillis too, together,
+// when with.Lease is set (an acquire learns its lease only when it returns).
+func (r *Recorder) Complete(inv Event, t Type, with Event) Event {
+	if !t.IsCompletion() {
+		panic(fmt.Sprintf("history: Complete with type %q", t))
+	}
+	e := inv
+	e.Type = t
+	e.Fence = pick(with.Fence, inv.Fence)
+	e.Value = with.Value
+	e.Seq = with.Seq
+	e.Deleted = with.Deleted
+	e.Error = with.Error
+	if with.Lease != "" {
+		e.Lease, e.TTLMillis = with.Lease, with.TTLMillis
+	}
+	return r.record(e)
+}
+
+func pick(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// Info records an instantaneous event: a crash, a fault, a master switch.
+func (r *Recorder) Info(e Event) Event {
+	e.Type = Info
+	return r.record(e)
+}
+
+// Events returns a copy of everything recorded so far.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Close stops recording, flushes what was written and reports the first write
+// error, if any. Events recorded after Close are dropped.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return r.err
+	}
+	r.closed = true
+	r.mu.Unlock()
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w != nil && r.err == nil {
+		r.err = r.w.Flush()
+	}
+	if r.err != nil {
+		return fmt.Errorf("write history: %w", r.err)
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// toxicFault adds one toxic to a set of proxied paths and removes it at heal:
+// the shape shared by latency, partition and lost-reply.
+type toxicFault struct {
+	name      string
+	toxic     string // toxiproxy toxic type
+	direction string // up, down or both
+	toxicity  float32
+	attrs     func(t *Target) toxiclient.Attributes
+	// pick chooses the paths to hit and describes them.
+	pick func(t *Target, rng *rand.Rand) ([]*cluster.Path, string)
+
+	applied []applied
+}
+
+type applied struct {
+	path *cluster.Path
+	name string
+}
+
+func (f *toxicFault) Name() string { return f.name }
+
+func (f *toxicFault) Available(t *Target) error {
+	if t.Network == nil {
+		return errors.New("needs the toxiproxy network")
+	}
+	switch f.direction {
+	case "up", "down", "both":
+	default:
+		return fmt.Errorf("direction %q: want up, down or both", f.direction)
+	}
+	return nil
+}
+
+func streams(direction string) []string {
+	switch direction {
+	case "up":
+		return []string{"upstream"}
+	case "down":
+		return []string{"downstream"}
+	}
+	return []string{"upstream", "downstream"}
+}
+
+func (f *toxicFault) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+	paths, what := f.pick(t, rng)
+	if len(paths) == 0 {
+		return "", errors.New("no path to act on")
+	}
+	f.applied = nil
+	for _, p := range paths {
+		for _, s := range streams(f.direction) {
+			name := fmt.Sprintf("%s-%s", f.name, s)
+			if _, err := p.Proxy.AddToxic(name, f.toxic, s, f.toxicity, f.attrs(t)); err != nil {
+				_ = f.Heal(ctx, t)
+				return "", fmt.Errorf("add %s toxic to %s->%s: %w", f.toxic, p.From, p.To, err)
+			}
+			f.applied = append(f.applied, applied{p, name})
+		}
+	}
+	return what + " (" + f.direction + ")", nil
+}
+
+func (f *toxicFault) Heal(ctx context.Context, t *Target) error {
+	var errs []error
+	for _, a := range f.applied {
+		if err := a.path.Proxy.RemoveToxic(a.name); err != nil {
+			errs = append(errs, fmt.Errorf("remove toxic %s from %s->%s: %w", a.name, a.path.From, a.path.To, err))
+		}
+	}
+	f.applied = nil
+	return errors.Join(errs...)
+}
+
+// clientNodes lists the upstream addresses clients talk to, sorted.
+func clientNodes(t *Target) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range t.Network.Paths("", "") {
+		if strings.HasPrefix(p.From, "c") && !seen[p.To] {
+			seen[p.To] = true
+			out = append(out, p.To)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func clientPaths(t *Target, to string) []*cluster.Path {
+	var out []*cluster.Path
+	for _, p := range t.Network.Paths("", to) {
+		if strings.HasPrefix(p.From, "c") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nodeName names an address after its node when the topology knows it.
+func nodeName(t *Target, addr string) string {
+	if t.Topology != nil {
+		for _, n := range t.Topology.Nodes() {
+			if n.Addr() == addr {
+				return n.Name
+			}
+		}
+	}
+	return addr
+}
+
+// everyClientToOneNode picks one node and every client's path to it.
+func everyClientToOneNode(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
+	nodes := clientNodes(t)
+	if len(nodes) == 0 {
+		return nil, ""
+	}
+	to := nodes[rng.Intn(len(nodes))]
+	return clientPaths(t, to), "all clients <-> " + nodeName(t, to)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// newLatency delays traffic between every client and one node. Latency above
+// the TTL on acquire replies is the seed's 2.5 s acquire under a 2 s TTL: a
+// lock that does not measure its acquire believes a lease that has expired.
+func newLatency(o Options) Fault {
+	return &toxicFault{name: "latency", toxic: "latency", direction: orDefault(o.Direction, "down"), toxicity: 1,
+		pick: everyClientToOneNode,
+		attrs: func(t *Target) toxiclient.Attributes {
+			lat, jit := o.Latency, o.Jitter
+			if lat == 0 {
+				lat = 2 * t.TTL
+			}
+			if jit == 0 {
+				jit = lat / 10
+			}
+			return toxiclient.Attributes{"latency": lat.Milliseconds(), "jitter": jit.Milliseconds()}
+		}}
+}
+
+// newPartition cuts one client off from one node: its bytes are dropped (the
+// connection stays open, as in a real partition, so the client waits for its
+// timeout). A watchdog cut off this way cannot renew while its work goes on.
+func newPartition(o Options) Fault {
+	return &toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
+		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
+		pick: func(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
+			nodes := clientNodes(t)
+			if len(nodes) == 0 || t.Clients == nil || t.Clients.Count() == 0 {
+				return nil, ""
+			}
+			c := ClientName(rng.Intn(t.Clients.Count()))
+			to := nodes[rng.Intn(len(nodes))]
+			return t.Network.Paths(c, to), c + " <-> " + nodeName(t, to)
+		}}
+}
+
+// newLostReply drops the replies on a share of the connections to one node:
+// the command runs, the client never hears back. Its outcome is unknown, and
+// go-redis retries it: a SET NX that succeeded answers "not acquired" the
+// second time (an orphaned lock), and a retried DEL may delete the next
+// holder's key.
+func newLostReply(o Options) Fault {
+	rate := o.LostReplyRate
+	if rate <= 0 || rate > 1 {
+		rate = 0.5
+	}
+	return &toxicFault{name: "lost-reply", toxic: "timeout", direction: orDefault(o.Direction, "down"),
+		toxicity: float32(rate), pick: everyClientToOneNode,
+		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} }}
+}

@@ -1,0 +1,161 @@
+package locktorture_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+)
+
+// needRedis skips when redis-server is missing; .ci/run installs it, so in
+// CI every integration test runs.
+func needRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+}
+
+// short returns options for a run of a few seconds with a short TTL, so a
+// lock that breaks shows it quickly.
+func short(lock string, seed int64) locktorture.Options {
+	return locktorture.Options{
+		Lock: lock, Clients: 4, Keys: 1, Duration: 4 * time.Second, TTL: 300 * time.Millisecond,
+		HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: seed,
+		CheckTimeout: 30 * time.Second,
+	}
+}
+
+func run(t *testing.T, opts locktorture.Options) *locktorture.Result {
+	t.Helper()
+	opts.OutDir = t.TempDir()
+	res, err := locktorture.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("run %s: %v", opts.Lock, err)
+	}
+	t.Logf("%s: %d ops, %d acquired, verdict %s, counts %v", opts.Lock, res.Stats.Ops, res.Stats.Acquired,
+		res.Verdict, res.Report.Count)
+	if res.Stats.Acquired == 0 {
+		t.Fatalf("%s: no acquire succeeded; the run shows nothing", opts.Lock)
+	}
+	return res
+}
+
+func count(res *locktorture.Result, kind checker.Kind) int { return res.Report.Count[kind] }
+
+func classes(res *locktorture.Result, kind checker.Kind) map[checker.Class]int {
+	out := map[checker.Class]int{}
+	for _, a := range res.Report.Anomalies {
+		if a.Kind == kind {
+			out[a.Class]++
+		}
+	}
+	return out
+}
+
+// TestSingleNodeLocks runs each single-node lock in the scenario that breaks
+// it and in the one it should survive, on a real redis-server.
+func TestSingleNodeLocks(t *testing.T) {
+	needRedis(t)
+	cases := []struct {
+		name    string
+		opts    func() locktorture.Options
+		verdict checker.Verdict
+		want    []checker.Kind // kinds that must be present
+		absent  []checker.Kind // kinds that must not be
+		class   checker.Class  // when set, some double-holder has this class
+	}{
+		{
+			name: "set-px overrun: second confusion",
+			opts: func() locktorture.Options {
+				o := short("set-px", 1)
+				o.Overrun = 0.2
+				return o
+			},
+			verdict: checker.Invalid,
+			want:    []checker.Kind{checker.KindForeignRelease, checker.KindDoubleHolder},
+		},
+		{
+			name: "token overrun: two holders, no foreign release",
+			opts: func() locktorture.Options {
+				o := short("token", 2)
+				o.Overrun = 0.2
+				return o
+			},
+			verdict: checker.Invalid,
+			want:    []checker.Kind{checker.KindDoubleHolder},
+			absent:  []checker.Kind{checker.KindForeignRelease},
+			class:   checker.ClassLeaseOutlived,
+		},
+		{
+			name: "watchdog overrun: renewal covers long work",
+			opts: func() locktorture.Options {
+				o := short("watchdog", 3)
+				o.Overrun, o.Clients, o.Duration = 0.2, 8, 20*time.Second
+				return o
+			},
+			verdict: checker.Valid,
+		},
+		{
+			name:    "token without overrun holds",
+			opts:    func() locktorture.Options { return short("token", 4) },
+			verdict: checker.Valid,
+		},
+		{
+			name: "setnx abandon: first confusion",
+			opts: func() locktorture.Options {
+				o := short("setnx", 5)
+				o.Abandon = 0.05
+				return o
+			},
+			verdict: checker.Invalid,
+			want:    []checker.Kind{checker.KindStuckLock},
+		},
+		{
+			name: "token abandon: the TTL frees it",
+			opts: func() locktorture.Options {
+				o := short("token", 6)
+				o.Abandon = 0.05
+				return o
+			},
+			verdict: checker.Valid,
+			absent:  []checker.Kind{checker.KindStuckLock},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, tc.opts())
+			if res.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s; anomalies: %v", res.Verdict, tc.verdict, describe(res))
+			}
+			for _, k := range tc.want {
+				if count(res, k) == 0 {
+					t.Errorf("no %s anomaly; counts %v", k, res.Report.Count)
+				}
+			}
+			for _, k := range tc.absent {
+				if n := count(res, k); n > 0 {
+					t.Errorf("%d %s anomalies, want none: %v", n, k, describe(res))
+				}
+			}
+			if tc.class != "" && classes(res, checker.KindDoubleHolder)[tc.class] == 0 {
+				t.Errorf("no double-holder classed %s: %v", tc.class, classes(res, checker.KindDoubleHolder))
+			}
+		})
+	}
+}
+
+func describe(res *locktorture.Result) string {
+	var b strings.Builder
+	for i, a := range res.Report.Anomalies {
+		if i == 5 {
+			break
+		}
+		b.WriteString("\n  " + string(a.Kind) + ": " + a.Detail)
+	}
+	return b.String()
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what locktorture's runs and tests need when it is missing:
+# redis-server (and redis-sentinel) and libfaketime, from Debian's packages.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
+command -v faketime >/dev/null 2>&1 || need+=(faketime)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  sudo=sudo
+else
+  sudo=
+fi
+echo "installing ${need[*]} (apt-get)" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+# The package starts a system redis-server; locktorture starts its own.
+$sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
+$sudo systemctl disable --now redis-sentinel >/dev/null 2>&1 || true
+$sudo service redis-server stop >/dev/null 2>&1 || true
+$sudo service redis-sentinel stop >/dev/null 2>&1 || true

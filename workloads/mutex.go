@@ -1,0 +1,208 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/locks"
+)
+
+// Counter is the guarded resource of the mutex workload: one integer per lock
+// key, kept in the harness, outside the lock's Redis. Holders read it, work,
+// and write it back plus one, so an update lost to an overlapping holder
+// proves that two clients held the lock at once, whatever the lock's own
+// Redis says. Seq numbers every write in the order the counter applied it.
+type Counter struct {
+	mu   sync.Mutex
+	vals map[string]int64
+	seq  map[string]int64
+}
+
+// NewCounter returns a counter at zero for every key.
+func NewCounter() *Counter { return &Counter{vals: map[string]int64{}, seq: map[string]int64{}} }
+
+// Read returns the key's value.
+func (c *Counter) Read(key string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.vals[key]
+}
+
+// Write stores v and returns the write's sequence number for the key, and
+// whether it was lost-update free (v is one more than what it replaced).
+func (c *Counter) Write(key string, v int64) (seq int64, clean bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clean = v == c.vals[key]+1
+	c.vals[key] = v
+	c.seq[key]++
+	return c.seq[key], clean
+}
+
+// MutexOptions shape the hold of the mutex workload.
+type MutexOptions struct {
+	Keys             int
+	HoldMin, HoldMax time.Duration
+	TTL              time.Duration
+	// Overrun is the probability that a hold outlasts the TTL (7/6 of it:
+	// the seed's 3.5 s of work under a 3 s TTL).
+	Overrun float64
+	// Abandon is the probability that a holder dies before releasing.
+	Abandon float64
+	// Think is the pause between a release and the next acquire.
+	Think time.Duration
+}
+
+// Mutex is the mutex workload: acquire a random key with the lock's own
+// wait, read-modify-write its counter inside the hold, release.
+type Mutex struct {
+	opts    MutexOptions
+	counter *Counter
+	runner  *Runner
+}
+
+// NewMutex returns the mutex workload for runner r.
+func NewMutex(r *Runner, opts MutexOptions) (*Mutex, error) {
+	if opts.HoldMin < 0 || opts.HoldMax < opts.HoldMin {
+		return nil, fmt.Errorf("hold range %v..%v is empty", opts.HoldMin, opts.HoldMax)
+	}
+	if opts.Overrun < 0 || opts.Overrun > 1 || opts.Abandon < 0 || opts.Abandon > 1 {
+		return nil, fmt.Errorf("overrun and abandon are probabilities in [0,1]")
+	}
+	if opts.Keys <= 0 {
+		opts.Keys = 1
+	}
+	return &Mutex{opts: opts, counter: NewCounter(), runner: r}, nil
+}
+
+// Name implements Workload.
+func (m *Mutex) Name() string { return "mutex" }
+
+// Counter is the guarded resource.
+func (m *Mutex) Counter() *Counter { return m.counter }
+
+func (m *Mutex) holdTime(p *Process) time.Duration {
+	if m.opts.Overrun > 0 && p.Rand.Float64() < m.opts.Overrun {
+		return m.opts.TTL * 7 / 6
+	}
+	d := m.opts.HoldMin
+	if span := m.opts.HoldMax - m.opts.HoldMin; span > 0 {
+		d += time.Duration(p.Rand.Int63n(int64(span) + 1))
+	}
+	return d
+}
+
+// Step implements Workload.
+func (m *Mutex) Step(ctx context.Context, p *Process) error {
+	key := Key(p.Rand.Intn(m.opts.Keys))
+	hold := m.holdTime(p)
+	abandon := m.opts.Abandon > 0 && p.Rand.Float64() < m.opts.Abandon
+	lease, err := Acquire(ctx, p, key)
+	if err != nil || lease == nil {
+		return err
+	}
+	if err := m.work(ctx, p, key, hold); err != nil {
+		return err
+	}
+	if abandon {
+		lease.StopRenewal()
+		return ErrAbandon
+	}
+	if err := Release(ctx, p, lease); err != nil {
+		return err
+	}
+	if m.opts.Think > 0 {
+		return p.Gate.Sleep(ctx, m.opts.Think)
+	}
+	return nil
+}
+
+// work is the critical section: read the counter, work for hold, write it
+// back plus one. A pause stops it wherever it stands.
+func (m *Mutex) work(ctx context.Context, p *Process, key string, hold time.Duration) error {
+	if err := p.Gate.Step(ctx, "read"); err != nil {
+		return err
+	}
+	inv := p.Invoke(history.Event{Op: history.Read, Key: key})
+	v := m.counter.Read(key)
+	p.Complete(inv, history.OK, history.Event{Value: history.Int64(v)})
+	if err := p.Gate.Sleep(ctx, hold); err != nil {
+		return err
+	}
+	if err := p.Gate.Step(ctx, "write"); err != nil {
+		return err
+	}
+	inv = p.Invoke(history.Event{Op: history.Write, Key: key, Value: history.Int64(v + 1)})
+	seq, clean := m.counter.Write(key, v+1)
+	p.Complete(inv, history.OK, history.Event{Value: history.Int64(v + 1), Seq: seq})
+	if !clean {
+		m.runner.stats.Overlaps.Add(1)
+	}
+	return nil
+}
+
+// Acquire takes key for p and records it. It returns a nil lease (and nil
+// error) when the lock was not acquired or the outcome is unknown, and an
+// error only when the process died.
+func Acquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) {
+	r := p.r
+	inv := p.Invoke(history.Event{Op: history.Acquire, Key: key, TTLMillis: r.cfg.TTL.Milliseconds()})
+	lease, err := p.Lock.Acquire(ctx, key)
+	r.stats.Ops.Add(1)
+	if died(err) {
+		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error(),
+			Lease: p.LastToken(), TTLMillis: r.cfg.TTL.Milliseconds()})
+		return nil, err
+	}
+	t := Outcome(err)
+	with := history.Event{Error: errText(err)}
+	switch t {
+	case history.OK:
+		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
+		r.stats.Acquired.Add(1)
+		r.hold(key, lease.Token, p.Client)
+	case history.Unknown:
+		with.Lease, with.TTLMillis = p.LastToken(), r.cfg.TTL.Milliseconds()
+		r.stats.Unknown.Add(1)
+	default:
+		r.stats.AcquireFailed.Add(1)
+	}
+	p.Complete(inv, t, with)
+	if t != history.OK {
+		return nil, nil
+	}
+	return lease, nil
+}
+
+// Release gives lease back and records whether it deleted the key. It
+// returns an error only when the process died.
+func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
+	r := p.r
+	inv := p.Invoke(history.Event{Op: history.Release, Key: lease.Key, Lease: lease.Token})
+	r.unhold(lease.Key, lease.Token)
+	deleted, err := p.Lock.Release(ctx, lease)
+	r.stats.Ops.Add(1)
+	if died(err) {
+		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error()})
+		return err
+	}
+	t := Outcome(err)
+	with := history.Event{Error: errText(err)}
+	if t == history.OK {
+		with.Deleted = history.Bool(deleted)
+	} else {
+		r.stats.Unknown.Add(1)
+		t = history.Unknown // a release has no definite failure
+	}
+	p.Complete(inv, t, with)
+	return nil
+}
+
+// died reports whether err means the process was killed mid-operation. Its
+// open operation completes unknown under the same process id, and the crash
+// event that follows names that process.
+func died(err error) bool { return err != nil && errors.Is(err, ErrCrashed) }

@@ -1,0 +1,341 @@
+// Package workloads is what clients do: the acquire/hold/release loops and
+// the guarded resource they touch while they believe they hold the lock. Every
+// operation goes into the history as an invocation and a completion.
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/locks"
+	"github.com/redis/go-redis/v9"
+)
+
+// Workload is one kind of client behaviour. Step runs one iteration for a
+// process (for the mutex workload: acquire, hold, release). An error ends the
+// process: ErrCrashed when it was killed, ErrAbandon when it died on purpose
+// holding its lock; any other error is logged by the runner and the client
+// goes on under a new process.
+type Workload interface {
+	Name() string
+	Step(ctx context.Context, p *Process) error
+}
+
+// ErrAbandon ends a process that dies holding its lock, as kill -9 would.
+var ErrAbandon = errors.New("client abandoned its lock")
+
+// Process is one incarnation of a client: its own Redis connections, its own
+// lock instance, its own gate and process id in the history. After an unknown
+// outcome it takes a new process id; after a crash a new Process replaces it.
+type Process struct {
+	Client int
+	Gate   *Gate
+	Lock   locks.Lock
+	Rand   *rand.Rand
+	// Nodes are the process's own connections (closed when it dies).
+	Nodes []redis.UniversalClient
+
+	r         *Runner
+	id        atomic.Int64
+	lastToken atomic.Value // string: the token of the latest acquire attempt
+	tokens    int
+	watchdog  atomic.Int64 // process id of the renewals, 0 until the first
+}
+
+// ID is the process id that stamps the process's operations now.
+func (p *Process) ID() int { return int(p.id.Load()) }
+
+// Invoke records the start of an operation of this process.
+func (p *Process) Invoke(e history.Event) history.Event {
+	e.Client, e.Process = p.Client, p.ID()
+	return p.r.cfg.Recorder.Invoke(e)
+}
+
+// Complete records the completion of inv. An Unknown completion retires the
+// process id: the client goes on under a fresh one.
+func (p *Process) Complete(inv history.Event, t history.Type, with history.Event) {
+	p.r.cfg.Recorder.Complete(inv, t, with)
+	if t == history.Unknown {
+		p.id.Store(int64(p.r.newProcessID()))
+	}
+}
+
+// Outcome classifies an error from a lock call: nil is ok, ErrNotAcquired
+// is a definite failure, anything else may or may not have happened.
+func Outcome(err error) history.Type {
+	switch {
+	case err == nil:
+		return history.OK
+	case errors.Is(err, locks.ErrNotAcquired):
+		return history.Fail
+	}
+	return history.Unknown
+}
+
+// Config is what the runner needs to put clients to work.
+type Config struct {
+	Clients int
+	Keys    int
+	TTL     time.Duration
+	Seed    int64
+	// Lock builds each process's lock; LockConfig is its template (Nodes,
+	// Rand, NewToken and Hooks are filled per process).
+	Lock       locks.Factory
+	LockConfig locks.Config
+	// Connect opens a new process's Redis connections; every connection it
+	// dials must go through gate.Conn so that pauses and crashes reach it.
+	Connect func(client int, gate *Gate) ([]redis.UniversalClient, error)
+	// Recorder receives the history.
+	Recorder *history.Recorder
+	// Logf reports harness trouble (a process that could not start).
+	Logf func(format string, args ...any)
+}
+
+// Stats are live counters for the status line.
+type Stats struct {
+	Ops, Acquired, AcquireFailed, Unknown, Crashes, Overlaps atomic.Int64
+}
+
+// Runner runs a workload on Clients concurrent clients.
+type Runner struct {
+	cfg   Config
+	stats Stats
+
+	nextPID atomic.Int64
+
+	mu      sync.Mutex
+	current map[int]*Process // the live process of each client
+	holders map[string]map[string]int
+}
+
+// NewRunner checks cfg and returns a runner.
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.Clients <= 0 || cfg.Keys <= 0 {
+		return nil, fmt.Errorf("workload needs at least one client and one key (got %d clients, %d keys)", cfg.Clients, cfg.Keys)
+	}
+	if cfg.Lock == nil || cfg.Connect == nil || cfg.Recorder == nil {
+		return nil, errors.New("workload config needs Lock, Connect and Recorder")
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Runner{cfg: cfg, current: map[int]*Process{}, holders: map[string]map[string]int{}}, nil
+}
+
+// Stats returns the live counters.
+func (r *Runner) Stats() *Stats { return &r.stats }
+
+func (r *Runner) newProcessID() int { return int(r.nextPID.Add(1)) }
+
+// Current returns the live process of a client, nil if it has none.
+func (r *Runner) Current(client int) *Process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current[client]
+}
+
+// Key names the i-th lock key.
+func Key(i int) string { return fmt.Sprintf("lock:%d", i) }
+
+// Run runs w on every client until ctx ends, then lets each client finish
+// its current iteration (releasing what it holds), giving up after grace.
+// Operations run under their own context so that the end of the run does not
+// turn them into unknown outcomes.
+func (r *Runner) Run(ctx context.Context, w Workload, grace time.Duration) {
+	ops, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+			return
+		}
+		select {
+		case <-time.After(grace):
+			cancel()
+		case <-stopped:
+		}
+	}()
+	var wg sync.WaitGroup
+	for c := 0; c < r.cfg.Clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			r.client(ctx, ops, w, c)
+		}(c)
+	}
+	wg.Wait()
+	close(stopped)
+}
+
+// client runs incarnations of one client until ctx ends.
+func (r *Runner) client(ctx, ops context.Context, w Workload, c int) {
+	rng := rand.New(rand.NewSource(r.cfg.Seed*1_000_003 + int64(c)*7919 + 1))
+	for incarnation := 0; ctx.Err() == nil; incarnation++ {
+		p, err := r.spawn(c, rng)
+		if err != nil {
+			r.cfg.Logf("client %d: %v", c, err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		err = r.live(ctx, ops, w, p)
+		r.retire(p, err)
+	}
+}
+
+func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
+	p := &Process{Client: c, Gate: NewGate(), Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
+	p.id.Store(int64(r.newProcessID()))
+	p.lastToken.Store("")
+	nodes, err := r.cfg.Connect(c, p.Gate)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	p.Nodes = nodes
+	lc := r.cfg.LockConfig
+	lc.Nodes = nodes
+	lc.Rand = rand.New(rand.NewSource(rng.Int63()))
+	lc.NewToken = func() string {
+		p.tokens++
+		t := fmt.Sprintf("c%d-p%d-%d", c, p.ID(), p.tokens)
+		p.lastToken.Store(t)
+		return t
+	}
+	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook()}
+	lk, err := r.cfg.Lock(lc)
+	if err != nil {
+		closeAll(nodes)
+		return nil, fmt.Errorf("build lock: %w", err)
+	}
+	p.Lock = lk
+	r.mu.Lock()
+	r.current[c] = p
+	r.mu.Unlock()
+	return p, nil
+}
+
+// live runs iterations until the process dies or ctx ends.
+func (r *Runner) live(ctx, ops context.Context, w Workload, p *Process) error {
+	for ctx.Err() == nil {
+		if err := w.Step(ops, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retire ends a process: a crash or abandon is recorded, its renewals stop,
+// its connections close (its keys stay in Redis, as after kill -9).
+func (r *Runner) retire(p *Process, err error) {
+	r.mu.Lock()
+	if r.current[p.Client] == p {
+		delete(r.current, p.Client)
+	}
+	r.mu.Unlock()
+	if errors.Is(err, ErrCrashed) || errors.Is(err, ErrAbandon) {
+		r.stats.Crashes.Add(1)
+		r.cfg.Recorder.Info(history.Event{Op: history.Crash, Client: p.Client, Process: p.ID(), Error: err.Error()})
+	} else if err != nil {
+		r.cfg.Logf("client %d: %v", p.Client, err)
+	}
+	p.Gate.Crash() // whatever still runs in it (a watchdog) stops now
+	r.dropHolds(p.Client)
+	closeAll(p.Nodes)
+}
+
+func closeAll(nodes []redis.UniversalClient) {
+	for _, n := range nodes {
+		_ = n.Close()
+	}
+}
+
+// renewHook records a watchdog's renewals. They run beside the process's
+// own loop, so they go under a process id of their own.
+func (p *Process) renewHook() func(*locks.Lease) func(error) {
+	return func(l *locks.Lease) func(error) {
+		inv := p.r.cfg.Recorder.Invoke(history.Event{Op: history.Refresh, Client: p.Client,
+			Process: p.r.watchdogPID(p), Key: l.Key, Lease: l.Token, TTLMillis: l.TTL.Milliseconds()})
+		return func(err error) {
+			t := Outcome(err)
+			p.r.cfg.Recorder.Complete(inv, t, history.Event{Error: errText(err)})
+			if t == history.Unknown {
+				p.r.retireWatchdogPID(p)
+			}
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (r *Runner) watchdogPID(p *Process) int {
+	if id := p.watchdog.Load(); id != 0 {
+		return int(id)
+	}
+	id := int64(r.newProcessID())
+	if !p.watchdog.CompareAndSwap(0, id) {
+		return int(p.watchdog.Load())
+	}
+	return int(id)
+}
+
+func (r *Runner) retireWatchdogPID(p *Process) { p.watchdog.Store(0) }
+
+// LastToken is the token of the process's latest acquire attempt: the lease
+// an acquire with an unknown outcome may have left in Redis.
+func (p *Process) LastToken() string { return p.lastToken.Load().(string) }
+
+// hold and unhold track who believes it holds each key right now, so the
+// status line can count overlaps while the run goes on.
+func (r *Runner) hold(key, lease string, client int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.holders[key]
+	if m == nil {
+		m = map[string]int{}
+		r.holders[key] = m
+	}
+	for _, c := range m {
+		if c != client {
+			r.stats.Overlaps.Add(1)
+			break
+		}
+	}
+	m[lease] = client
+}
+
+func (r *Runner) unhold(key, lease string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.holders[key], lease)
+}
+
+func (r *Runner) dropHolds(client int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.holders {
+		for l, c := range m {
+			if c == client {
+				delete(m, l)
+			}
+		}
+	}
+}
+
+// Clients is the number of clients.
+func (r *Runner) Clients() int { return r.cfg.Clients }
