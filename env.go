@@ -2,6 +2,7 @@ package locktorture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -20,24 +21,27 @@ type env struct {
 	once sync.Once
 }
 
-func startEnv(ctx context.Context, opts Options, entry locks.Entry) (*env, error) {
+func startEnv(ctx context.Context, opts Options, entry locks.Entry, faults []nemesis.Fault) (*env, error) {
+	local := cluster.Options{RedisServer: opts.RedisServer, Persistence: opts.Persistence}
+	if err := nemesis.Prepare(faults, &local); err != nil {
+		return nil, err
+	}
 	netw, err := cluster.StartNetwork(ctx, opts.Toxiproxy)
 	if err != nil {
 		return nil, err
 	}
-	nodes := opts.Nodes
-	if nodes == 0 && entry.Nodes > 1 {
-		nodes = entry.Nodes
-	}
 	topo, err := cluster.StartTopology(ctx, opts.Topology, cluster.TopologyOptions{
-		Local:   cluster.Options{RedisServer: opts.RedisServer, Persistence: opts.Persistence},
-		Network: netw, Nodes: nodes,
+		Local: local, Network: netw, Nodes: opts.Nodes,
 	})
 	if err != nil {
 		netw.Close()
 		return nil, err
 	}
 	e := &env{net: netw, topo: topo}
+	if err := checkLockNodes(topo, opts, entry); err != nil {
+		e.close()
+		return nil, err
+	}
 	// Every client's path to every node exists before the first fault, so
 	// a fault started early reaches all of them.
 	for c := 0; c < opts.Clients; c++ {
@@ -49,6 +53,27 @@ func startEnv(ctx context.Context, opts Options, entry locks.Entry) (*env, error
 		}
 	}
 	return e, nil
+}
+
+// checkLockNodes refuses a lock that needs more masters than the topology
+// gives its clients (redlock on one node), instead of a run in which no
+// client can ever build its lock.
+func checkLockNodes(topo cluster.Topology, opts Options, entry locks.Entry) error {
+	refuse := func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("not dialled: only counting the lock nodes")
+	}
+	nodes, err := topo.Connect(refuse, nil)
+	if err != nil {
+		return fmt.Errorf("connect to topology %s: %w", opts.Topology, err)
+	}
+	for _, n := range nodes {
+		_ = n.Close()
+	}
+	if len(nodes) < entry.Nodes {
+		return usage("lock %s needs %d independent masters, topology %s gives %d (use --topology redlock --nodes N)",
+			opts.Lock, entry.Nodes, opts.Topology, len(nodes))
+	}
+	return nil
 }
 
 func (e *env) close() {

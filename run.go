@@ -39,6 +39,8 @@ type Options struct {
 	HoldMax  time.Duration
 	Overrun  float64
 	Abandon  float64
+	// Think is the pause between a release and the client's next acquire.
+	Think time.Duration
 	// Wait bounds each acquire's own retrying; default the TTL.
 	Wait       time.Duration
 	RetryDelay time.Duration
@@ -122,6 +124,8 @@ type Stats struct {
 	AcquireFailed int64         `json:"acquire_failed"`
 	Unknown       int64         `json:"unknown"`
 	Crashes       int64         `json:"crashes"`
+	// MasterSwitches counts the failovers the topology observed.
+	MasterSwitches int64 `json:"master_switches,omitempty"`
 }
 
 // UsageError marks a problem with the options rather than with the harness.
@@ -192,8 +196,8 @@ func (o *Options) fill() error {
 		return usage("--overrun %v: want a probability in [0,1]", o.Overrun)
 	case o.Abandon < 0 || o.Abandon > 1:
 		return usage("--abandon %v: want a probability in [0,1]", o.Abandon)
-	case o.Wait < 0 || o.RetryDelay < 0:
-		return usage("--wait and --retry-delay must not be negative")
+	case o.Wait < 0 || o.RetryDelay < 0 || o.Think < 0:
+		return usage("--wait, --retry-delay and --think must not be negative")
 	case o.NemesisInterval < 0 || o.NemesisDuration < 0:
 		return usage("--nemesis-interval and --nemesis-duration must be positive")
 	case o.Nodes < 0 || o.Nodes > 15:
@@ -201,8 +205,8 @@ func (o *Options) fill() error {
 	case o.RunID != "" && !runIDPattern.MatchString(o.RunID):
 		return usage("run id %q: use letters, digits, '.', '_' and '-'", o.RunID)
 	}
-	if o.Workload != "mutex" {
-		return usage("unknown workload %q (known: mutex)", o.Workload)
+	if _, ok := workloadSpecs()[o.Workload]; !ok {
+		return usage("unknown workload %q (known: %v)", o.Workload, WorkloadNames())
 	}
 	if _, err := o.Locks.Get(o.Lock); err != nil {
 		return &UsageError{err}
@@ -247,7 +251,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		defer f.Close()
 	}
 
-	env, err := startEnv(ctx, opts, entry)
+	// Faults are built before the servers start: some start them their own
+	// way (nemesis.Preparer: under libfaketime, with AOF always).
+	faults, _ := nemesis.New(opts.Nemesis, opts.NemesisOptions)
+	env, err := startEnv(ctx, opts, entry, faults)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +264,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Clients: opts.Clients, Keys: opts.Keys, TTLMillis: opts.TTL.Milliseconds(), Seed: opts.Seed,
 		Started: time.Now().UTC(), Params: map[string]string{
 			"hold": opts.HoldMin.String() + ".." + opts.HoldMax.String(), "overrun": fmt.Sprint(opts.Overrun),
-			"abandon": fmt.Sprint(opts.Abandon), "wait": opts.Wait.String(), "duration": opts.Duration.String(),
+			"abandon": fmt.Sprint(opts.Abandon), "think": opts.Think.String(), "wait": opts.Wait.String(), "duration": opts.Duration.String(),
 			"redis_retries": retriesText(opts.RedisRetries), "nemesis": opts.Nemesis,
 			"nemesis_interval": opts.NemesisInterval.String(), "persistence": string(opts.Persistence),
 		}}
@@ -266,6 +273,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		w = histOut
 	}
 	rec := history.NewRecorder(writerOrNil(w), info, 100*time.Millisecond)
+	if o, ok := env.topo.(cluster.Observed); ok {
+		o.Observe(func(e history.Event) { rec.Info(e) }) // master switches
+	}
 
 	runner, err := workloads.NewRunner(workloads.Config{
 		Clients: opts.Clients, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
@@ -279,13 +289,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		rec.Close()
 		return nil, usage("%v", err)
 	}
-	wl, err := workloads.NewMutex(runner, workloads.MutexOptions{Keys: opts.Keys, HoldMin: opts.HoldMin,
-		HoldMax: opts.HoldMax, TTL: opts.TTL, Overrun: opts.Overrun, Abandon: opts.Abandon})
+	wl, err := workloadSpecs()[opts.Workload].New(runner, opts)
 	if err != nil {
 		rec.Close()
 		return nil, usage("%v", err)
 	}
-	faults, _ := nemesis.New(opts.Nemesis, opts.NemesisOptions)
 	sched := &nemesis.Schedule{Faults: faults, Interval: opts.NemesisInterval, Duration: opts.NemesisDuration,
 		Seed: opts.Seed, Recorder: rec, Logf: opts.Logf}
 	target := &nemesis.Target{Topology: env.topo, Network: env.net, Clients: clientSet{runner}, TTL: opts.TTL}
@@ -321,6 +329,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	h, err := history.FromEvents(rec.Events())
 	if err != nil {
 		return nil, fmt.Errorf("recorded history is invalid (a harness bug): %w", err)
+	}
+	for _, e := range h.Infos() {
+		if e.Op == history.MasterSwitch {
+			res.Stats.MasterSwitches++
+		}
 	}
 	report := checkHistory(context.WithoutCancel(ctx), h, res.Dir, opts.CheckTimeout)
 	res.Report, res.Verdict = report, report.Verdict
@@ -402,9 +415,12 @@ func checkHistory(ctx context.Context, h *history.History, dir string, timeout t
 	if dir != "" {
 		vis = filepath.Join(dir, "linearizability.html")
 	}
-	rep := checker.ForMutex(checker.MutexOptions{
-		Linearizable: checker.LinearizableOptions{Timeout: timeout, VisualizationPath: vis},
-	}).Report(ctx, h)
+	workload := "mutex"
+	if h.Run != nil && h.Run.Workload != "" {
+		workload = h.Run.Workload
+	}
+	rep := checkersFor(workload, checker.LinearizableOptions{Timeout: timeout, VisualizationPath: vis}).Report(ctx, h)
+	checker.MarkAfterSwitch(h, &rep, 0) // anomalies that followed a failover
 	return &rep
 }
 

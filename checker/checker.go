@@ -102,6 +102,9 @@ type Anomaly struct {
 	EndNS   int64 `json:"end_ns"`
 	// Detail says what happened in one sentence, for people.
 	Detail string `json:"detail"`
+	// AfterSwitch marks an anomaly that started shortly after a master
+	// switch (see MarkAfterSwitch).
+	AfterSwitch bool `json:"after_switch,omitempty"`
 }
 
 // Result is what one checker found.
@@ -111,8 +114,8 @@ type Result struct {
 	// Anomalies lists what was found, at most MaxAnomalies of each kind, so
 	// that a lock broken ten thousand times over still gives a readable
 	// report; Count has the totals.
-	Anomalies []Anomaly      `json:"anomalies"`
-	Count     map[Kind]int   `json:"count"`
+	Anomalies []Anomaly        `json:"anomalies"`
+	Count     map[Kind]int     `json:"count"`
 	Stats     map[string]int64 `json:"stats,omitempty"`
 	// Error says why the verdict is Unknown.
 	Error string `json:"error,omitempty"`

@@ -3,10 +3,12 @@ package checker
 import (
 	"context"
 	"encoding/json"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,14 +266,14 @@ func TestAnomaliesAreFlagged(t *testing.T) {
 		{"nonlinearizable: a live lock deleted", Linearizable(LinearizableOptions{}), secondConfusion,
 			want{kind: KindNonlinearizable, clients: []int{1, 2}, keys: []string{"lock:0"}, start: ms(150), end: ms(151),
 				leases: []string{"a", "b"},
-				detail: []string{"client 1's release of lease a (ok, deleted the key, 0.150s to 0.151s)", "held by client 2 (lease b)"}}},
+				detail: []string{"client 1's release of lease a (ok, deleted the key, 0.150s to 0.151s)", "held by client 2 (lease b, written no earlier than 0.099s"}}},
 		{"nonlinearizable: granted within another's lease", Linearizable(LinearizableOptions{SegmentOps: 1}), func(t *testing.T) *history.History {
 			b := newBuilder(t, 1000)
 			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 2, 3, true)
 			b.acquire(1, 1, "b", 4, 5).acquire(2, 2, "c", 100, 101)
 			return b.build()
 		}, want{kind: KindNonlinearizable, clients: []int{2, 1}, keys: []string{"lock:0"}, start: ms(100), end: ms(101),
-			detail: []string{"client 2's acquire of lease c", "held by client 1 (lease b)"}}},
+			detail: []string{"client 2's acquire of lease c", "held by client 1 (lease b, written no earlier than 0.004s"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,7 +296,7 @@ func TestNonlinearizableWritesVisualization(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	for _, s := range []string{"<html", "client 1 (process 1) release a", "held by client 2 (lease b)"} {
+	for _, s := range []string{"<html", "client 1 (process 1) release a", "held by client 2 (lease b, written no earlier than 0.099s"} {
 		if !strings.Contains(html, s) {
 			t.Errorf("visualization lacks %q", s)
 		}
@@ -372,7 +374,7 @@ func TestFoldVerdicts(t *testing.T) {
 func TestAnomaliesAreCappedPerKind(t *testing.T) {
 	b := newBuilder(t, 0)
 	for i := range 60 {
-		lease := string(rune('A' + i%26)) + string(rune('a'+i/26))
+		lease := string(rune('A'+i%26)) + string(rune('a'+i/26))
 		b.acquireTTL(i, i, lease, 0, float64(i), float64(i)+0.5, history.OK)
 	}
 	b.crash(99, 99, 100) // the history runs on past the last acquire
@@ -485,10 +487,80 @@ func TestSegmentedSearchAgreesWithWholeSearch(t *testing.T) {
 
 func TestGeneratedLegalHistoriesPassAll(t *testing.T) {
 	for seed := int64(1); seed <= 5; seed++ {
-		h := genMutex(t, genOptions{clients: 8, ops: 3000, ttl: 100, seed: seed, refresh: seed%2 == 1})
+		h := genMutex(t, genOptions{clients: 8, ops: 3000, ttl: 100, seed: seed, refresh: seed%2 == 1, unknown: 0.02 * float64(seed%3)})
 		rep := ForMutex(MutexOptions{}).Report(context.Background(), h)
 		if rep.Verdict != Valid {
 			t.Fatalf("seed %d: %s %s", seed, rep.Verdict, dump(rep))
 		}
+	}
+}
+
+// exactVerdict searches every key exactly, in one segment: the reference
+// the cheaper searches must agree with.
+func exactVerdict(t *testing.T, h *history.History) Verdict {
+	t.Helper()
+	ix := newIndex(h)
+	l := Linearizable(LinearizableOptions{SegmentOps: 1 << 30}).(*linearizable)
+	km := &keyModel{leases: []leaseMeta{{id: "none"}}}
+	var stop atomic.Bool
+	v := Valid
+	for _, key := range ix.keys {
+		kc := l.inputs(ix, key, km)
+		// The plain truth: every unknown outcome may take effect at any
+		// time, or never (after the end marker); no deadlines.
+		for _, in := range kc.ins {
+			in.mode, in.noop = modeExact, false
+			if in.status == history.Unknown {
+				in.ret = history.Never
+			}
+		}
+		l.search(context.Background(), kc, km, modeExact, kc.ins, time.Now().Add(time.Minute), &stop)
+		switch kc.verdict {
+		case Invalid:
+			v = Invalid
+		case Unknown:
+			t.Fatalf("exact search of %s ran out of time", key)
+		}
+	}
+	return v
+}
+
+// The bounded search is a restriction of the truth and the relaxed one a
+// relaxation: together with the exact fallback, and cut into segments or
+// not, they must reach the verdict of one exact search of the whole key.
+// The histories are small and varied: few or many clients, ttls shorter
+// than the holds, lost replies, SETs that ran late, overruns, and locks
+// that grant twice. A 1 ms horizon makes the bounded search fail often, so
+// that all three searches get to decide.
+func TestSearchesAgreeWithExact(t *testing.T) {
+	decidedBy := map[int64]int{}
+	verdicts := map[Verdict]int{}
+	for seed := int64(1); seed <= 600; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		o := genOptions{clients: 2 + r.Intn(5), ops: 30 + r.Intn(60), ttl: int64(10 + r.Intn(60)), seed: seed,
+			unknown: r.Float64() * 0.3, orphan: r.Float64(), refresh: r.Intn(2) == 0, overrun: r.Float64() * 0.2}
+		if r.Intn(3) == 0 {
+			o.violate = r.Float64() * 0.2
+		}
+		h := genMutex(t, o)
+		want := exactVerdict(t, h)
+		verdicts[want]++
+		for i, c := range []Checker{
+			Linearizable(LinearizableOptions{UnknownHorizon: time.Millisecond, SegmentOps: 1 + r.Intn(10)}),
+			Linearizable(LinearizableOptions{SegmentOps: 1 + r.Intn(20)}),
+			Linearizable(LinearizableOptions{UnknownHorizon: time.Duration(r.Intn(100)) * time.Millisecond, SegmentOps: 1 << 30}),
+		} {
+			got := c.Check(context.Background(), h)
+			if got.Verdict != want {
+				t.Fatalf("seed %d, checker %d (%+v): %s (%v), the exact search says %s", seed, i, o, got.Verdict, got.Stats, want)
+			}
+			if i == 0 {
+				decidedBy[got.Stats["relaxed_searches"]+got.Stats["exact_searches"]]++
+			}
+		}
+	}
+	t.Logf("verdicts %v; decided by %v (0 = bounded, 1 = relaxed, 2 = exact)", verdicts, decidedBy)
+	if decidedBy[0] == 0 || decidedBy[1] == 0 || decidedBy[2] == 0 || verdicts[Invalid] < 40 {
+		t.Fatalf("the histories do not exercise every search: verdicts %v, decided by %v", verdicts, decidedBy)
 	}
 }

@@ -55,8 +55,8 @@ func (f *foreignRelease) checkIndex(_ context.Context, ix *index) Result {
 	return c.result()
 }
 
-// victim finds the latest hold on the key that began after the releaser's
-// acquire returned and before the release was called, was not released by
+// victim finds the latest hold on the key whose acquire was sent after the
+// releaser's acquire returned and which began before the release was called, was not released by
 // its holder before then, and whose lease may still have been alive at the
 // release. Holds are in start order, so the search walks back from the
 // release and stops at the releaser's own acquire.
@@ -66,6 +66,12 @@ func (f *foreignRelease) victim(ix *index, k *keyIndex, r *history.Operation, si
 	for i--; i >= 0 && hs[i].start > since; i-- {
 		h := hs[i]
 		if h.lease.id == r.Lease || h.released < r.Call {
+			continue
+		}
+		// The victim's acquire must have taken effect after the releaser's:
+		// a slow reply (latency) can return it later although its SET ran
+		// first, and then the key the releaser deleted was its own.
+		if h.lease.acquire >= 0 && ix.ops[h.lease.acquire].Start() <= since {
 			continue
 		}
 		if alive := ix.aliveUntil(h.lease, r.Call); r.Call < alive {

@@ -30,6 +30,10 @@ type genOptions struct {
 	// violate is the probability that the lock is granted to the next
 	// client halfway through a hold: a double holder within the lease.
 	violate float64
+	// orphan is the probability that an acquire reported unknown did take
+	// effect, late: its SET ran as the lock freed (a paused Redis running
+	// what sat in its socket), and the key then blocked everyone for a ttl.
+	orphan float64
 }
 
 type genClient struct {
@@ -75,10 +79,24 @@ func genMutex(t testing.TB, o genOptions) *history.History {
 				}
 				emit(spec{client: i, proc: c.proc, op: history.Acquire, key: "lock:0", lease: lease, ttl: o.ttl,
 					call: c.next, ret: c.next + wait, status: st})
+				c.next += wait + rng.Int63n(3e6)
 				if st == history.Unknown {
 					c.proc = newProc()
+					if rng.Float64() < o.orphan {
+						if rng.Intn(2) == 0 {
+							freeAt += ttl + lat()
+						} else {
+							// The client's next process cleans up after its
+							// lost SET, deleting the key it left.
+							r0 := max(c.next, freeAt) + lat()
+							r1 := r0 + lat()
+							emit(spec{client: i, proc: c.proc, op: history.Release, key: "lock:0", lease: lease,
+								call: r0, ret: r1, status: history.OK, deleted: history.Bool(true)})
+							freeAt = r1
+							c.next = freeAt + rng.Int63n(3e6)
+						}
+					}
 				}
-				c.next += wait + rng.Int63n(3e6)
 				gaveUp = true
 			}
 		}

@@ -108,8 +108,7 @@ func newIndex(h *history.History) *index {
 			}
 		}
 	}
-	type lref struct{ key, id string }
-	leases := map[lref]*lease{}
+	// byID finds the key of releases and refreshes that do not name it.
 	byID := map[string]*lease{}
 	// lastLease remembers each process's latest acquisition per key, for
 	// releases and refreshes that do not name their lease.
@@ -170,11 +169,9 @@ func newIndex(h *history.History) *index {
 			}
 			continue
 		}
-		ref := lref{o.Key, o.Lease}
-		l := leases[ref]
+		l := k.byLease[o.Lease]
 		if l == nil {
 			l = &lease{key: o.Key, id: o.Lease, acquire: -1}
-			leases[ref] = l
 			k.byLease[o.Lease] = l
 			if byID[o.Lease] == nil {
 				byID[o.Lease] = l
@@ -257,7 +254,7 @@ func (ix *index) renewals(l *lease, statuses ...history.Type) []renewal {
 	var out []renewal
 	if l.acquire >= 0 {
 		if a := &ix.ops[l.acquire]; want(a.Status) {
-			out = append(out, renewal{a.Call, a.Return, l.ttl})
+			out = append(out, renewal{a.Start(), a.Return, l.ttl})
 		}
 	}
 	for _, i := range l.refreshes {

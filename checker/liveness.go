@@ -65,6 +65,11 @@ func (l *liveness) checkIndex(_ context.Context, ix *index) Result {
 
 	var faults []span
 	for _, w := range ix.faults {
+		// An instant fault (a client crash) is over when it happens: the
+		// lock it leaves stuck is exactly what this checker is for.
+		if w.End-w.Start < int64(time.Millisecond) {
+			continue
+		}
 		faults = append(faults, span{w.Start, w.End + 1})
 	}
 	faults = union(faults)
@@ -77,8 +82,8 @@ func (l *liveness) checkIndex(_ context.Context, ix *index) Result {
 				failed++
 			}
 		}
-		l.stuck(c, ix, k, ttl, stuckAfter, faults)
-		l.spurious(c, ix, k, threshold)
+		stuck := l.stuck(c, ix, k, ttl, stuckAfter, faults)
+		l.spurious(c, ix, k, threshold, stuck)
 	}
 	c.stat("keys", int64(len(ix.keys)))
 	c.stat("acquires", acquires)
@@ -91,7 +96,7 @@ func (l *liveness) checkIndex(_ context.Context, ix *index) Result {
 // waiting to acquire the key (an acquire in flight, or a client between
 // two attempts less than a ttl apart), nobody believed they held it, no
 // acquire succeeded and no fault was active.
-func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter int64, faults []span) {
+func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter int64, faults []span) []span {
 	var attempts, holds []span
 	for _, i := range k.acquires {
 		o := &ix.ops[i]
@@ -113,12 +118,15 @@ func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter i
 		holds = append(holds, span{h.start, max(end, h.start+1)})
 	}
 	idle := subtract(subtract(waiting, union(holds)), faults)
+	var stuck []span
 	for _, s := range idle {
 		if s.len() < stuckAfter {
 			continue
 		}
 		c.add(l.stuckAnomaly(ix, k, s, ttl))
+		stuck = append(stuck, s)
 	}
+	return stuck
 }
 
 func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anomaly {
@@ -201,7 +209,8 @@ func releaseOutcome(r *history.Operation) string {
 // alive from its acquire's call until its own release deleted it, or until
 // it surely expired: the return of its last renewal plus ttl (for an
 // unknown acquire or refresh, the time the client gave up waiting for it).
-func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int64) {
+// Failures inside a stuck stretch are not reported again one by one.
+func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int64, stuck []span) {
 	var alive []span
 	for _, le := range k.leases {
 		a := &ix.ops[le.acquire]
@@ -231,7 +240,14 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 			continue
 		}
 		s := longestWithin(free, o.Call, o.Return)
-		if s.len() < threshold {
+		// A client that looked at the lock only now and then (its replies
+		// were slow) may have missed a free stretch shorter than two of its
+		// looks without anything being wrong.
+		need := threshold
+		if o.Attempts > 0 {
+			need = max(need, 2*(o.Return-o.Call)/int64(o.Attempts))
+		}
+		if s.len() < need || len(subtract([]span{s}, stuck)) == 0 {
 			continue
 		}
 		c.add(Anomaly{

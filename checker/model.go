@@ -29,6 +29,9 @@ const (
 	kProbe
 	// kCut ends a segment in a visualization: everything after it is legal.
 	kCut
+	// kEnd follows every operation with a known outcome; operations with an
+	// unknown one placed after it never happened.
+	kEnd
 )
 
 // lockInput is one operation as the lease-mutex model sees it.
@@ -52,14 +55,53 @@ type lockInput struct {
 	// op is the operation's index into index.ops, -1 for synthetic inputs.
 	op    int
 	start lockState
+	// mode is the search this input is part of (see searchMode).
+	mode searchMode
+	// orphan: the lease was acquired with an unknown outcome (the relaxed
+	// search leaves that acquire out).
+	orphan bool
+	// orphanFrom is the earliest call of an acquire of unknown outcome on
+	// the key, history.Never if none: from then on a key nobody holds may
+	// exist (the relaxed search lets a release delete it).
+	orphanFrom int64
+	// expires bounds, for a release or refresh of unknown outcome, when its
+	// lease can still hold the lock (see keyCheck.prepare); history.Never
+	// if nothing bounds it.
+	expires int64
+	// noop: the operation may be placed as a no-op anywhere in its window
+	// (searchMode says when).
+	noop bool
+	// healed is, for an operation of unknown outcome, the latest heal of a
+	// fault active while it was in flight (0 if none): a command stuck
+	// behind a paused server or a cut link runs when that ends, if at all.
+	healed int64
 }
+
+// searchMode says how operations of unknown outcome are treated.
+type searchMode uint8
+
+const (
+	// modeBounded: each takes effect no later than a horizon after its
+	// client gave up, or never (a no-op wherever it is placed). A
+	// restriction of the truth: a legal order found here is one.
+	modeBounded searchMode = iota
+	// modeRelaxed: acquires of unknown outcome are left out, and what only
+	// they could explain (a release deleting a key nobody holds, the
+	// owner of such a lease refreshing or deleting it) is allowed. A
+	// relaxation of the truth: if no order is legal here, none is.
+	modeRelaxed
+	// modeExact: each may take effect at any time after its call, or never
+	// (placed after the end marker). The truth, and the slowest search.
+	modeExact
+)
 
 // lockState is the model's state. It is a small comparable value so that
 // porcupine's cache compares and hashes it cheaply.
 type lockState struct {
 	// holder is the lease holding the lock, 0 when free.
 	holder int32
-	// sink: past a visualization cut, where nothing is checked any more.
+	// sink: past a visualization cut or the end marker, where nothing is
+	// checked any more.
 	sink bool
 	// start is a lower bound of when the holder's lease was last written
 	// (acquire or refresh); it expires no earlier than start + ttl.
@@ -86,11 +128,33 @@ func freeState(s lockState) lockState {
 // decreasing along the order. A lease written at p may expire from
 // p + ttl on, so another lease may take the lock then; until then only its
 // holder may release or refresh it. A failed acquire or release changes
-// nothing (such operations are left out of the search altogether). An
-// operation whose outcome is unknown takes effect if it can and is a no-op
-// otherwise; porcupine may also place it last, which is the same as never.
+// nothing (such operations are left out of the search altogether).
+//
+// An operation whose outcome is unknown takes effect where it can. Where it
+// cannot, it is a no-op if it has a finite window to happen in or not (the
+// bounded search; releases and refreshes whose lease surely expired, see
+// keyCheck.prepare); otherwise it cannot be placed there at all, and "it
+// never happened" is expressed by placing it after the end marker (kEnd),
+// which saves porcupine from trying it as a no-op at every position.
+// searchMode describes the relaxed search's exceptions.
+//
+// Judging expiry by each operation's return alone would be simpler, but
+// too lenient: an acquire that waited long would count its lease from its
+// call, long before it could have been written, and an order could place an
+// operation after one that took effect only once it had returned. Tracking
+// now refuses both, and is still sound.
 func stepLock(s lockState, in *lockInput) (bool, lockState) {
+	lenient := in.mode == modeBounded || in.noop
+	relaxed := in.mode == modeRelaxed
 	p := max(s.now, in.call)
+	if p > in.ret {
+		// An operation placed before it took effect after it returned
+		// (having waited for a lease to expire): it cannot follow that.
+		if in.status == history.Fail && in.kind != kRefresh {
+			return true, s // it did nothing, at no particular point
+		}
+		return in.status == history.Unknown && lenient, s
+	}
 	// expiry reports whether the holder's lease can have run out at a point
 	// this operation may still take, and the earliest such point.
 	expiry := func() (bool, int64) {
@@ -113,7 +177,7 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 			if !ok {
 				// Held by a live lease: an ok acquire is illegal; an
 				// unknown one did not happen here.
-				return in.status == history.Unknown, s
+				return in.status == history.Unknown && lenient, s
 			}
 			at = t
 		}
@@ -127,8 +191,9 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 			if mine {
 				n = freeState(s)
 				n.now = p
+				return true, n
 			}
-			return true, n
+			return lenient, s
 		}
 		if mine {
 			if in.deleted {
@@ -153,6 +218,12 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 		// holder's lease could have run out: deleting a live lease is the
 		// very thing an owner-aware lock must not do.
 		if s.holder == 0 {
+			// Nobody holds it, so there was nothing to delete, unless an
+			// acquire of unknown outcome left a key behind.
+			if relaxed && (in.orphan || in.orphanFrom <= in.ret) {
+				n.now = p
+				return true, n
+			}
 			return false, s
 		}
 		ok, t := expiry()
@@ -165,6 +236,17 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 	case kRefresh:
 		switch in.status {
 		case history.OK:
+			if !mine && relaxed && in.orphan {
+				// The lease's acquire was left out; it may have taken the
+				// lock wherever it was free or its holder expired.
+				if s.holder == 0 {
+					n.now = p
+					return true, n
+				}
+				ok, t := expiry()
+				n.now = t
+				return ok, n
+			}
 			if !mine {
 				return false, s
 			}
@@ -174,11 +256,12 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 			}
 			return true, n
 		case history.Unknown:
-			if mine {
-				n.start, n.now = p, p
-				if in.ttl > 0 {
-					n.ttl = in.ttl
-				}
+			if !mine {
+				return lenient, s
+			}
+			n.start, n.now = p, p
+			if in.ttl > 0 {
+				n.ttl = in.ttl
 			}
 			return true, n
 		}
@@ -260,8 +343,8 @@ func (r *recorder) list() []lockState {
 	return out
 }
 
-// newModel builds the porcupine model for one key. With rec set, probes
-// record the state they see; otherwise they are legal no-ops.
+// newModel builds the porcupine model. With rec set, probes record the state
+// they see; otherwise they are legal no-ops.
 func newModel(km *keyModel, rec *recorder) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return lockState{} },
@@ -277,7 +360,7 @@ func newModel(km *keyModel, rec *recorder) porcupine.Model {
 					return false, s
 				}
 				return true, s
-			case kCut:
+			case kCut, kEnd:
 				return true, lockState{sink: true}
 			}
 			if s.sink {
@@ -318,6 +401,8 @@ func (km *keyModel) describeOp(in *lockInput) string {
 		return "segment starts: " + km.describeState(in.start)
 	case kProbe, kCut:
 		return "segment cut at " + fmtTime(in.call)
+	case kEnd:
+		return "end of the history: operations of unknown outcome placed after this never happened"
 	}
 	var what string
 	switch in.kind {
@@ -350,7 +435,7 @@ func (km *keyModel) describeOp(in *lockInput) string {
 
 func (km *keyModel) describeState(s lockState) string {
 	if s.sink {
-		return "(after the cut: not checked)"
+		return "(past the cut or the end: not checked)"
 	}
 	if s.holder == 0 {
 		return "free"
@@ -360,5 +445,5 @@ func (km *keyModel) describeState(s lockState) string {
 	if s.ttl > 0 {
 		exp = "may expire from " + fmtTime(s.start+s.ttl-expirySlack)
 	}
-	return fmt.Sprintf("held by client %d (lease %s) since %s, %s", m.client, m.id, fmtTime(s.start), exp)
+	return fmt.Sprintf("held by client %d (lease %s, written no earlier than %s, %s)", m.client, m.id, fmtTime(s.start), exp)
 }

@@ -36,6 +36,14 @@ const (
 	sentinelReplicas        = 2
 )
 
+// sentinelDebug shortens Sentinel's internal periods (SENTINEL DEBUG, Redis
+// 7.0): INFO from every node each second instead of every ten, hello
+// messages each second instead of two. With the default ten seconds a
+// Sentinel may still believe a replica the harness re-pointed is a master
+// when another Sentinel promotes it, and demote the new master at once
+// (+convert-to-slave), which stalls the topology until a second failover.
+var sentinelDebug = []any{"info-period", 1000, "publish-period", 1000}
+
 // Observed is a topology that sees events worth a line in the history (a
 // master switch). The run hands it the recorder's Info before clients start.
 type Observed interface {
@@ -148,7 +156,7 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 		if i > 0 {
 			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(s.fronts[0].port()))
 		}
-		node, err := s.local.StartNode(ctx, fmt.Sprintf("redis%d", i+1), args)
+		node, err := s.local.StartNode(ctx, nodeName(i), args)
 		if err != nil {
 			return fmt.Errorf("start sentinel topology: %w", err)
 		}
@@ -176,9 +184,16 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 			return err
 		}
 		s.sentinels = append(s.sentinels, sp)
-		s.sentinelCtl = append(s.sentinelCtl, controlClient(sp.addr()))
+		c := controlClient(sp.addr())
+		s.sentinelCtl = append(s.sentinelCtl, c)
+		if err := c.Do(ctx, append([]any{"SENTINEL", "DEBUG"}, sentinelDebug...)...).Err(); err != nil {
+			return fmt.Errorf("set sentinel %d timers: %w", i+1, err)
+		}
 	}
 	if err := s.waitSentinels(ctx, 20*time.Second); err != nil {
+		return fmt.Errorf("start sentinel topology: %w", err)
+	}
+	if err := s.Settle(ctx, 20*time.Second); err != nil {
 		return fmt.Errorf("start sentinel topology: %w", err)
 	}
 	for i := range s.sentinels {
@@ -201,9 +216,11 @@ func (s *SentinelTopology) upstream(i int, src net.IP) (string, error) {
 	if i >= len(nodes) {
 		return "", fmt.Errorf("front %d has no node yet", i)
 	}
-	for j, from := range nodes {
+	// By name, not by the list of nodes: a replica dials its master while
+	// it starts, before StartNode has added it.
+	for j := range s.fronts {
 		if j != i && src != nil && src.String() == sourceIP(j) {
-			p, err := s.net.Route(from.Name, nodes[i].Addr())
+			p, err := s.net.Route(nodeName(j), nodes[i].Addr())
 			if err != nil {
 				return "", err
 			}
@@ -212,6 +229,8 @@ func (s *SentinelTopology) upstream(i int, src net.IP) (string, error) {
 	}
 	return nodes[i].Addr(), nil
 }
+
+func nodeName(i int) string { return fmt.Sprintf("redis%d", i+1) }
 
 // Name implements Topology.
 func (s *SentinelTopology) Name() string { return "sentinel" }
@@ -332,10 +351,15 @@ func (s *SentinelTopology) askMaster(ctx context.Context, i int) (*Node, error) 
 	return n, nil
 }
 
-// agreed returns the master every Sentinel names, if they agree.
+// agreed returns the master every Sentinel names, if they agree and none
+// is still in a failover. A Sentinel that led a failover answers with the
+// promoted replica before it has finished reconfiguring the others; acting
+// then (restarting the old master, a second failover) can leave it behind
+// with a stale view, so a failover counts as done only once every Sentinel
+// is out of it.
 func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
 	var m *Node
-	for i := range s.sentinelCtl {
+	for i, c := range s.sentinelCtl {
 		n, err := s.askMaster(ctx, i)
 		if err != nil {
 			return nil, err
@@ -344,6 +368,13 @@ func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
 			return nil, fmt.Errorf("sentinels disagree: %s and %s", m.Name, n.Name)
 		}
 		m = n
+		st, err := c.Do(ctx, "SENTINEL", "MASTER", SentinelMaster).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("ask sentinel %d about the master: %w", i+1, err)
+		}
+		if flags := pairs(st)["flags"]; flags != "master" {
+			return nil, fmt.Errorf("sentinel %d flags the master %s", i+1, flags)
+		}
 	}
 	if m == nil {
 		return nil, errors.New("no sentinel")
@@ -451,7 +482,52 @@ func (s *SentinelTopology) settleOnce(ctx context.Context) error {
 			return fmt.Errorf("%s's link to %s is %s", n.Name, m.Name, info["master_link_status"])
 		}
 	}
+	return s.sentinelsSee(ctx, m)
+}
+
+// sentinelsSee checks that every Sentinel has seen every running node other
+// than m report itself a replica of m: only then may the next failover
+// promote any of them safely (see sentinelDebug).
+func (s *SentinelTopology) sentinelsSee(ctx context.Context, m *Node) error {
+	mport := strconv.Itoa(s.frontOf(m).port())
+	for i, c := range s.sentinelCtl {
+		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+		if err != nil {
+			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
+		}
+		seen := map[string]map[string]string{}
+		for _, r := range reps {
+			fields := pairs(r)
+			seen[fields["port"]] = fields
+		}
+		for _, n := range s.local.Nodes() {
+			if n == m || n.Pid() == 0 {
+				continue
+			}
+			r := seen[strconv.Itoa(s.frontOf(n).port())]
+			switch {
+			case r == nil:
+				return fmt.Errorf("sentinel %d does not know %s", i+1, n.Name)
+			case r["role-reported"] != "slave" || r["master-port"] != mport:
+				return fmt.Errorf("sentinel %d sees %s as %s of port %s", i+1, n.Name, r["role-reported"], r["master-port"])
+			case strings.Contains(r["flags"], "down") || strings.Contains(r["flags"], "disconnected"):
+				return fmt.Errorf("sentinel %d flags %s %s", i+1, n.Name, r["flags"])
+			}
+		}
+	}
 	return nil
+}
+
+// pairs reads a RESP2 field/value array into a map.
+func pairs(v any) map[string]string {
+	out := map[string]string{}
+	a, _ := v.([]any)
+	for k := 0; k+1 < len(a); k += 2 {
+		key, _ := a[k].(string)
+		val, _ := a[k+1].(string)
+		out[key] = val
+	}
+	return out
 }
 
 func (s *SentinelTopology) role(ctx context.Context, n *Node) (string, error) {

@@ -44,6 +44,7 @@ func Topologies() map[string]Starter {
 	return map[string]Starter{
 		"single":   StartSingle,
 		"sentinel": StartSentinel,
+		"redlock":  StartRedlock,
 	}
 }
 

@@ -46,6 +46,18 @@ const (
 	Write Op = "write"
 )
 
+// Operations of the reentrant, batch and stock workloads (the fenced one uses
+// Read and Write with Fence set): nested lock calls by an owner that already
+// holds the key, a batch task put on the queue (Value: task id), a sale's
+// stock written (Value: units) and a purchase (Value: user id).
+const (
+	NestedAcquire Op = "nested-acquire"
+	NestedRelease Op = "nested-release"
+	Enqueue       Op = "enqueue"
+	Restock       Op = "restock"
+	Buy           Op = "buy"
+)
+
 // Informational events.
 const (
 	// Crash: the process died where it stood; a lease it held is never released.
@@ -86,6 +98,13 @@ type Event struct {
 	Seq int64 `json:"seq,omitempty"`
 	// Deleted reports, on a release completion, whether the key was really deleted.
 	Deleted *bool `json:"deleted,omitempty"`
+	// Attempts is how many tries an acquire made before it completed, so a
+	// checker can tell how often it looked at the lock.
+	Attempts int `json:"attempts,omitempty"`
+	// Sent is when the attempt that won an acquire was sent, on the same
+	// clock: earlier attempts of a waiting acquire definitely failed, so the
+	// lease cannot have begun before it. 0 when the lock does not say.
+	Sent int64 `json:"sent,omitempty"`
 	// Fault names the fault of a FaultStart/FaultHeal event; Target what it hit.
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`

@@ -22,13 +22,26 @@ type Operation struct {
 	// Return is the completion time; for Unknown operations (and ones still
 	// open when the history ends) it is the time the client gave up, and
 	// Status tells them apart.
-	Return  int64
-	Status  Type // OK, Fail or Unknown
-	Fence   int64
-	Value   *int64
-	Seq     int64
-	Deleted *bool
-	Error   string
+	Return   int64
+	Status   Type // OK, Fail or Unknown
+	Fence    int64
+	Value    *int64
+	Seq      int64
+	Deleted  *bool
+	Attempts int
+	// Sent is when the winning attempt of an ok acquire was sent (0: the
+	// call); the lease began no earlier.
+	Sent  int64
+	Error string
+}
+
+// Start is the earliest time the operation can have taken effect: the
+// winning attempt of an acquire that waited, else its call.
+func (o *Operation) Start() int64 {
+	if o.Sent > o.Call {
+		return o.Sent
+	}
+	return o.Call
 }
 
 // Window is the time a fault was active.
@@ -58,6 +71,10 @@ func (h *History) Operations() []Operation {
 			}
 			o := &ops[i]
 			o.Return, o.Status, o.Deleted, o.Error, o.Seq = e.Time, e.Type, e.Deleted, e.Error, e.Seq
+			o.Attempts = e.Attempts
+			if e.Type == OK && e.Sent >= o.Call && e.Sent <= e.Time {
+				o.Sent = e.Sent
+			}
 			if e.Fence != 0 {
 				o.Fence = e.Fence
 			}

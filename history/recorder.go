@@ -97,7 +97,7 @@ func (r *Recorder) Invoke(e Event) Event {
 }
 
 // Complete records the completion of inv with type t. Fence, Value, Seq,
-// Deleted and Error are taken from with; Lease and TTLMillis too, together,
+// Deleted, Attempts and Error are taken from with; Lease and TTLMillis too, together,
 // when with.Lease is set (an acquire learns its lease only when it returns).
 func (r *Recorder) Complete(inv Event, t Type, with Event) Event {
 	if !t.IsCompletion() {
@@ -109,6 +109,8 @@ func (r *Recorder) Complete(inv Event, t Type, with Event) Event {
 	e.Value = with.Value
 	e.Seq = with.Seq
 	e.Deleted = with.Deleted
+	e.Attempts = with.Attempts
+	e.Sent = with.Sent
 	e.Error = with.Error
 	if with.Lease != "" {
 		e.Lease, e.TTLMillis = with.Lease, with.TTLMillis

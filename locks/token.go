@@ -222,5 +222,12 @@ func builtins() []Entry {
 		{Name: "token", Summary: "SET key token NX PX ttl, compare-and-delete: work or a pause longer than the TTL gives two holders", New: newToken},
 		{Name: "token-validity", Summary: "set-or-extend-if-mine, counts only if the acquire took less than the TTL: refuses late leases", New: newTokenValidity},
 		{Name: "watchdog", Summary: "token lock renewed every ttl/3 while held: survives long work, not a pause or a partition", New: newWatchdog},
+		{Name: "redlock", Summary: "Redlock on N masters: majority + validity, release everywhere; survives a minority down, not a node restarting empty or a clock jump", Nodes: RedlockNodes, New: newRedlock(false)},
+		{Name: "redlock-watchdog", Summary: "Redlock extended on a majority every ttl/3 within the validity: survives long work, not a restart-empty node or a pause", Nodes: RedlockNodes, New: newRedlock(true)},
+		{Name: "token-wait", Summary: "token lock + WAIT 1 (Redisson): refuses a lock no replica acknowledged; a failover to another replica still loses it", New: newTokenWait},
+		{Name: "reentrant", Summary: "Redisson RLock: hash owner->count, nested acquires count, release at zero DELs and PUBLISHes, watchdog: a retried script counts twice", New: newReentrant},
+		{Name: "reentrant-blpop", Summary: "seed 003: owner+count hash, waiters BLPOP a list the last release pushes to: an expiry notifies nobody", New: newReentrantBLPOP},
+		{Name: "fenced", Summary: "token lock + INCR fencing token for the resource to check: pauses no longer write; a lossy failover sends tokens back", New: Fenced("fenced", newToken)},
+		{Name: "fenced:watchdog", Summary: "watchdog lock + INCR fencing token", New: Fenced("fenced:watchdog", newWatchdog)},
 	}
 }

@@ -31,12 +31,19 @@ type Fault interface {
 	Heal(ctx context.Context, t *Target) error
 }
 
+// Instant is implemented by faults that happen at one moment (a crash) and
+// have nothing to heal: the schedule records their heal right after the
+// start, so that the time after them does not count as time under a fault.
+type Instant interface{ Instant() bool }
+
 // Gate is a client process as faults see it: it can be stopped and killed.
 type Gate interface {
 	Pause()
 	Resume()
-	// CrashAfter kills the process at its n-th next protocol step.
-	CrashAfter(n int)
+	// Points lists the protocol points the process has passed, sorted.
+	Points() []string
+	// CrashAt kills the process when it next reaches the named point.
+	CrashAt(point string)
 }
 
 // Clients gives client faults the live process of each client.
@@ -59,18 +66,31 @@ func ClientName(i int) string { return fmt.Sprintf("c%d", i) }
 
 // Options tune the faults; zero values take defaults derived from the TTL.
 type Options struct {
-	// Latency and Jitter of the latency fault (default: 2 x TTL, 10%).
+	// Latency and Jitter of the latency fault (default: 1.25 x TTL, 5%:
+	// an acquire reply that arrives after the key expired, but before the
+	// next holder is done with it).
 	Latency, Jitter time.Duration
+	// LatencyAll delays every client's path to the node instead of one
+	// client's: everyone slow together rarely overlaps, one slow client
+	// among fast ones does.
+	LatencyAll bool
 	// Direction of latency, partition and lost-reply: "up" (client to
 	// Redis), "down" (Redis to client, the replies) or "both". Default:
 	// down for latency and lost-reply, both for partition.
 	Direction string
-	// LostReplyRate is the share of connections whose replies are dropped.
+	// LostReplyRate is the share of the time replies are dropped while
+	// lost-reply is active (in bursts of 20ms); default 0.2.
 	LostReplyRate float64
 	// Persistence a crashed Redis restarts with.
 	Persistence cluster.Persistence
 	// Downtime is how long a crashed Redis stays down before its restart.
 	Downtime time.Duration
+	// PartitionClients is whom partition-minority and partition-majority
+	// cut off: "one" client, "all" clients, or "" for a seeded choice.
+	PartitionClients string
+	// ClockJump is how far clock-jump moves a node's clock forward each
+	// time (default: 2 x TTL, so every key on the node expires at once).
+	ClockJump time.Duration
 }
 
 // Entry is a registered fault.
@@ -83,13 +103,24 @@ type Entry struct {
 // Entries lists every fault, for `torture list` and for New.
 func Entries() []Entry {
 	es := []Entry{
-		{"latency", "toxiproxy latency (with jitter) on every client's path to one node, per direction", newLatency},
+		{"latency", "toxiproxy latency (with jitter) on one client's (or every client's) path to one node, per direction", newLatency},
 		{"partition", "cut one client from one node: its packets are dropped, one way or both", newPartition},
-		{"lost-reply", "the command runs on Redis, its reply never reaches the client (a share of connections)", newLostReply},
+		{"lost-reply", "the command runs on Redis, its reply never reaches the client (short bursts; go-redis retries replay it)", newLostReply},
 		{"pause-redis", "SIGSTOP a redis-server, SIGCONT at heal", newPauseRedis},
 		{"crash-redis", "SIGKILL a redis-server and restart it on the same port (persistence as chosen)", newCrashRedis},
 		{"pause-client", "stop-the-world pause of one client: its loop, watchdog and connections stop", newPauseClient},
 		{"crash-client", "one client dies at a random point of the lock protocol and never releases", newCrashClient},
+		{"failover", "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica", newFailover},
+		{"failover-lossy", "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks", newFailoverLossy},
+		{"replication-delay", "delay the replication stream from the master to every replica (default: the TTL)", newReplicationDelay},
+		{"restart-empty", "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged", newRestartEmpty},
+		{"restart-delayed", "redlock control: SIGKILL a master, restart it empty only after the TTL has passed", newRestartDelayed},
+		{"restart-fsync", "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once", newRestartFsync},
+		{"partition-minority", "redlock: cut one client (or all) from a minority of the masters", newPartitionMinority},
+		{"partition-majority", "redlock: cut one client (or all) from a majority of the masters", newPartitionMajority},
+		{"clock-jump", "a node runs under libfaketime; its wall clock jumps forward by more than the TTL", newClockJump},
+		{"clock-jump-partition", "redlock: cut one client from a minority, and jump the clock of a master it still reaches", newClockJumpPartition},
+		{"sentinel-failover", "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients", newSentinelFailover},
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es
@@ -183,7 +214,9 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 			continue
 		}
 		s.Recorder.Info(history.Event{Op: history.FaultStart, Fault: f.Name(), Target: what})
-		wait(ctx, hold)
+		if in, ok := f.(Instant); !ok || !in.Instant() {
+			wait(ctx, hold)
+		}
 		// Heal even when the run is ending: nothing may stay broken.
 		if err := f.Heal(context.WithoutCancel(ctx), t); err != nil {
 			logf("nemesis %s: heal: %v", f.Name(), err)

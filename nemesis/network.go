@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locktorture/locktorture/cluster"
@@ -138,22 +139,38 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// newLatency delays traffic between every client and one node. Latency above
-// the TTL on acquire replies is the seed's 2.5 s acquire under a 2 s TTL: a
-// lock that does not measure its acquire believes a lease that has expired.
+// newLatency delays traffic between one client (or every client) and one
+// node. Latency above the TTL on acquire replies is the seed's 2.5 s acquire
+// under a 2 s TTL: a lock that does not measure its acquire believes a lease
+// that has already expired, while a faster client takes the key.
 func newLatency(o Options) Fault {
+	pick := oneClientToOneNode
+	if o.LatencyAll {
+		pick = everyClientToOneNode
+	}
 	return &toxicFault{name: "latency", toxic: "latency", direction: orDefault(o.Direction, "down"), toxicity: 1,
-		pick: everyClientToOneNode,
+		pick: pick,
 		attrs: func(t *Target) toxiclient.Attributes {
 			lat, jit := o.Latency, o.Jitter
 			if lat == 0 {
-				lat = 2 * t.TTL
+				lat = t.TTL * 5 / 4
 			}
 			if jit == 0 {
-				jit = lat / 10
+				jit = lat / 20
 			}
 			return toxiclient.Attributes{"latency": lat.Milliseconds(), "jitter": jit.Milliseconds()}
 		}}
+}
+
+// oneClientToOneNode picks one client and its path to one node.
+func oneClientToOneNode(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
+	nodes := clientNodes(t)
+	if len(nodes) == 0 || t.Clients == nil || t.Clients.Count() == 0 {
+		return nil, ""
+	}
+	c := ClientName(rng.Intn(t.Clients.Count()))
+	to := nodes[rng.Intn(len(nodes))]
+	return t.Network.Paths(c, to), c + " <-> " + nodeName(t, to)
 }
 
 // newPartition cuts one client off from one node: its bytes are dropped (the
@@ -162,28 +179,82 @@ func newLatency(o Options) Fault {
 func newPartition(o Options) Fault {
 	return &toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
 		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick: func(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
-			nodes := clientNodes(t)
-			if len(nodes) == 0 || t.Clients == nil || t.Clients.Count() == 0 {
-				return nil, ""
-			}
-			c := ClientName(rng.Intn(t.Clients.Count()))
-			to := nodes[rng.Intn(len(nodes))]
-			return t.Network.Paths(c, to), c + " <-> " + nodeName(t, to)
-		}}
+		pick:  oneClientToOneNode}
 }
 
-// newLostReply drops the replies on a share of the connections to one node:
-// the command runs, the client never hears back. Its outcome is unknown, and
-// go-redis retries it: a SET NX that succeeded answers "not acquired" the
-// second time (an orphaned lock), and a retried DEL may delete the next
-// holder's key.
+// lostReply drops every reply from one node for short bursts, again and
+// again while it is active: a command sent during a burst runs on Redis but
+// its client never hears back. The bursts are shorter than a client's read
+// timeout, so go-redis's own retry (on by default) replays the command on a
+// fresh connection: a SET NX that already succeeded now answers "not
+// acquired" (an orphaned lock, reported as spurious-failure), and a DEL
+// replayed after the key changed hands deletes the next holder's lock.
+type lostReply struct {
+	toxicFault
+	burst, gap time.Duration
+
+	stop chan struct{}
+	done chan struct{}
+}
+
 func newLostReply(o Options) Fault {
 	rate := o.LostReplyRate
 	if rate <= 0 || rate > 1 {
-		rate = 0.5
+		rate = 0.2
 	}
-	return &toxicFault{name: "lost-reply", toxic: "timeout", direction: orDefault(o.Direction, "down"),
-		toxicity: float32(rate), pick: everyClientToOneNode,
-		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} }}
+	burst := 20 * time.Millisecond
+	return &lostReply{
+		toxicFault: toxicFault{name: "lost-reply", toxic: "timeout", direction: orDefault(o.Direction, "down"),
+			toxicity: 1, pick: everyClientToOneNode,
+			attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} }},
+		burst: burst,
+		gap:   time.Duration(float64(burst) * (1 - rate) / rate),
+	}
+}
+
+// Start picks the node and begins the bursts.
+func (f *lostReply) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+	paths, what := f.pick(t, rng)
+	if len(paths) == 0 {
+		return "", errors.New("no path to act on")
+	}
+	f.pick = func(*Target, *rand.Rand) ([]*cluster.Path, string) { return paths, what }
+	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	brng := rand.New(rand.NewSource(rng.Int63()))
+	go func() {
+		defer close(f.done)
+		for {
+			if _, err := f.toxicFault.Start(ctx, t, brng); err != nil {
+				return
+			}
+			sleepOrStop(f.stop, f.burst)
+			_ = f.toxicFault.Heal(ctx, t)
+			if !sleepOrStop(f.stop, jitter(brng, f.gap)) {
+				return
+			}
+		}
+	}()
+	return fmt.Sprintf("%s (%s, bursts of %v)", what, f.direction, f.burst), nil
+}
+
+// Heal stops the bursts and removes the toxic.
+func (f *lostReply) Heal(ctx context.Context, t *Target) error {
+	if f.stop == nil {
+		return nil
+	}
+	close(f.stop)
+	<-f.done
+	f.stop = nil
+	return f.toxicFault.Heal(ctx, t)
+}
+
+func sleepOrStop(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -140,8 +140,9 @@ func (f *pauseClient) Heal(ctx context.Context, t *Target) error {
 	return nil
 }
 
-// crashClient kills one client at a random point of the lock protocol (its
-// next few steps, between SETNX and PEXPIRE included). It never releases what
+// crashClient kills one client at a random point of the lock protocol: a
+// point chosen among those the process has passed (between SETNX and PEXPIRE
+// included), where it dies the next time it gets there. It never releases what
 // it holds; a fresh client takes its place.
 type crashClient struct{}
 
@@ -162,9 +163,17 @@ func (crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand) (string
 	if g == nil {
 		return "", fmt.Errorf("client %d has no live process", c)
 	}
-	steps := 1 + rng.Intn(6)
-	g.CrashAfter(steps)
-	return fmt.Sprintf("%s (at its step %d from now)", ClientName(c), steps), nil
+	points := g.Points()
+	if len(points) == 0 {
+		g.CrashAt("attempt")
+		return ClientName(c) + " (at its next attempt)", nil
+	}
+	p := points[rng.Intn(len(points))]
+	g.CrashAt(p)
+	return fmt.Sprintf("%s (at its next %s)", ClientName(c), p), nil
 }
 
 func (crashClient) Heal(context.Context, *Target) error { return nil }
+
+// Instant implements Instant: the crash is over once it is scheduled.
+func (crashClient) Instant() bool { return true }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sort"
 	"sync"
 	"time"
 )
@@ -21,11 +22,35 @@ type Gate struct {
 	resume  chan struct{} // non-nil while paused; closed on resume
 	pausedT time.Time
 	dead    chan struct{}
-	crashIn int // steps left before a scheduled crash; -1 when none
+	crashIn int    // steps left before a scheduled crash; -1 when none
+	crashAt string // the protocol point where a scheduled crash lands
+	points  map[string]bool
 }
 
 // NewGate returns a gate for a running process.
-func NewGate() *Gate { return &Gate{dead: make(chan struct{}), crashIn: -1} }
+func NewGate() *Gate { return &Gate{dead: make(chan struct{}), crashIn: -1, points: map[string]bool{}} }
+
+// Points lists, sorted, the protocol points the process has passed so far
+// (attempt, between-setnx-and-pexpire, read, write, release, watchdog...).
+func (g *Gate) Points() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.points))
+	for p := range g.points {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CrashAt kills the process the next time it reaches the named point, so a
+// crash can be aimed at each step of the protocol with equal chance, however
+// rarely the process passes it (between SETNX and PEXPIRE, say).
+func (g *Gate) CrashAt(point string) {
+	g.mu.Lock()
+	g.crashAt = point
+	g.mu.Unlock()
+}
 
 // Pause stops the process at its next step, read or write.
 func (g *Gate) Pause() {
@@ -117,6 +142,13 @@ func (g *Gate) wait(ctx context.Context) (time.Duration, error) {
 // while paused and fails once crashed. It fits locks.Hooks.Step.
 func (g *Gate) Step(ctx context.Context, point string) error {
 	g.mu.Lock()
+	g.points[point] = true
+	if g.crashAt != "" && g.crashAt == point {
+		g.crashAt = ""
+		g.mu.Unlock()
+		g.Crash()
+		return ErrCrashed
+	}
 	if g.crashIn > 0 {
 		g.crashIn--
 		if g.crashIn == 0 {

@@ -85,27 +85,42 @@ func (m *Mutex) Name() string { return "mutex" }
 // Counter is the guarded resource.
 func (m *Mutex) Counter() *Counter { return m.counter }
 
-func (m *Mutex) holdTime(p *Process) time.Duration {
+// holdTime draws the work time of one hold, and whether it is an overrun.
+func (m *Mutex) holdTime(p *Process) (time.Duration, bool) {
 	if m.opts.Overrun > 0 && p.Rand.Float64() < m.opts.Overrun {
-		return m.opts.TTL * 7 / 6
+		return m.opts.TTL * 7 / 6, true
 	}
 	d := m.opts.HoldMin
 	if span := m.opts.HoldMax - m.opts.HoldMin; span > 0 {
 		d += time.Duration(p.Rand.Int63n(int64(span) + 1))
 	}
-	return d
+	return d, false
+}
+
+// validityMargin is kept back from a lease's validity: the lock measures it
+// from a start a little after the history's invocation.
+const validityMargin = 2 * time.Millisecond
+
+// bounded cuts a hold to the validity the lock promised, as a careful holder
+// of a lock that reports one (token-validity, redlock) does. An overrun is
+// the work that does not stop in time, so it is not cut.
+func bounded(hold time.Duration, overrun bool, lease *locks.Lease) time.Duration {
+	if overrun || lease.Validity <= 0 {
+		return hold
+	}
+	return max(0, min(hold, lease.Validity-validityMargin))
 }
 
 // Step implements Workload.
 func (m *Mutex) Step(ctx context.Context, p *Process) error {
 	key := Key(p.Rand.Intn(m.opts.Keys))
-	hold := m.holdTime(p)
+	hold, overrun := m.holdTime(p)
 	abandon := m.opts.Abandon > 0 && p.Rand.Float64() < m.opts.Abandon
 	lease, err := Acquire(ctx, p, key)
 	if err != nil || lease == nil {
 		return err
 	}
-	if err := m.work(ctx, p, key, hold); err != nil {
+	if err := m.work(ctx, p, key, bounded(hold, overrun, lease)); err != nil {
 		return err
 	}
 	if abandon {
@@ -124,7 +139,7 @@ func (m *Mutex) Step(ctx context.Context, p *Process) error {
 // work is the critical section: read the counter, work for hold, write it
 // back plus one. A pause stops it wherever it stands.
 func (m *Mutex) work(ctx context.Context, p *Process, key string, hold time.Duration) error {
-	if err := p.Gate.Step(ctx, "read"); err != nil {
+	if err := p.Gate.Step(ctx, "hold"); err != nil {
 		return err
 	}
 	inv := p.Invoke(history.Event{Op: history.Read, Key: key})
@@ -133,7 +148,7 @@ func (m *Mutex) work(ctx context.Context, p *Process, key string, hold time.Dura
 	if err := p.Gate.Sleep(ctx, hold); err != nil {
 		return err
 	}
-	if err := p.Gate.Step(ctx, "write"); err != nil {
+	if err := p.Gate.Step(ctx, "work-done"); err != nil {
 		return err
 	}
 	inv = p.Invoke(history.Event{Op: history.Write, Key: key, Value: history.Int64(v + 1)})
@@ -151,6 +166,8 @@ func (m *Mutex) work(ctx context.Context, p *Process, key string, hold time.Dura
 func Acquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) {
 	r := p.r
 	inv := p.Invoke(history.Event{Op: history.Acquire, Key: key, TTLMillis: r.cfg.TTL.Milliseconds()})
+	p.attempts.Store(0)
+	p.sent.Store(0)
 	lease, err := p.Lock.Acquire(ctx, key)
 	r.stats.Ops.Add(1)
 	if died(err) {
@@ -159,10 +176,11 @@ func Acquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) 
 		return nil, err
 	}
 	t := Outcome(err)
-	with := history.Event{Error: errText(err)}
+	with := history.Event{Error: errText(err), Attempts: int(p.attempts.Load())}
 	switch t {
 	case history.OK:
 		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
+		with.Sent = p.sent.Load()
 		r.stats.Acquired.Add(1)
 		r.hold(key, lease.Token, p.Client)
 	case history.Unknown:

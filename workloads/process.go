@@ -46,6 +46,19 @@ type Process struct {
 	lastToken atomic.Value // string: the token of the latest acquire attempt
 	tokens    int
 	watchdog  atomic.Int64 // process id of the renewals, 0 until the first
+	attempts  atomic.Int64 // tries of the acquire in progress
+	sent      atomic.Int64 // when the latest try was sent, on the history clock
+}
+
+// step is the lock's Hooks.Step: the gate's, counting acquire attempts.
+func (p *Process) step(ctx context.Context, point string) error {
+	if point == "attempt" {
+		err := p.Gate.Step(ctx, point)
+		p.attempts.Add(1)
+		p.sent.Store(int64(p.r.cfg.Recorder.Now()))
+		return err
+	}
+	return p.Gate.Step(ctx, point)
 }
 
 // ID is the process id that stamps the process's operations now.
@@ -212,7 +225,7 @@ func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 		p.lastToken.Store(t)
 		return t
 	}
-	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook()}
+	lc.Hooks = locks.Hooks{Step: p.step, Renew: p.renewHook()}
 	lk, err := r.cfg.Lock(lc)
 	if err != nil {
 		closeAll(nodes)

@@ -171,7 +171,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	seed := time.Now().UnixNano() % 1_000_000
 	fs := newFlags("run", stderr)
 	fs.StringVar(&opts.Lock, "lock", d.Lock, "lock under test (see 'torture list')")
-	fs.StringVar(&opts.Workload, "workload", d.Workload, "what clients do: mutex")
+	fs.StringVar(&opts.Workload, "workload", d.Workload, "what clients do: "+strings.Join(locktorture.WorkloadNames(), ", "))
 	fs.IntVar(&opts.Clients, "clients", d.Clients, "concurrent clients")
 	fs.IntVar(&opts.Keys, "keys", d.Keys, "lock keys the clients contend for")
 	fs.DurationVar(&opts.Duration, "duration", d.Duration, "how long clients run")
@@ -179,6 +179,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&hold, "hold", "work time inside the lock, MIN..MAX")
 	fs.Float64Var(&opts.Overrun, "overrun", 0, "probability that a hold outlasts the TTL (7/6 of it)")
 	fs.Float64Var(&opts.Abandon, "abandon", 0, "probability that a holder dies without releasing")
+	fs.DurationVar(&opts.Think, "think", 0, "pause between a release and the next acquire")
 	fs.DurationVar(&opts.Wait, "wait", 0, "how long one acquire retries before giving up (default: the TTL)")
 	fs.DurationVar(&opts.RetryDelay, "retry-delay", 0, "pause between acquire attempts (default: TTL/20)")
 	fs.Int64Var(&seed, "seed", seed, "seed for every random choice of the run (default: random, printed)")
@@ -194,11 +195,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.Nemesis, "nemesis", "", "comma-separated faults to inject (see 'torture list')")
 	fs.DurationVar(&opts.NemesisInterval, "nemesis-interval", d.NemesisInterval, "mean quiet time between faults")
 	fs.DurationVar(&opts.NemesisDuration, "nemesis-duration", 0, "mean time a fault stays active (default: the interval)")
-	fs.DurationVar(&opts.NemesisOptions.Latency, "latency", 0, "latency fault delay (default: 2 x TTL)")
-	fs.DurationVar(&opts.NemesisOptions.Jitter, "jitter", 0, "latency fault jitter (default: 10% of the latency)")
+	fs.DurationVar(&opts.NemesisOptions.Latency, "latency", 0, "latency fault delay (default: 1.25 x TTL)")
+	fs.DurationVar(&opts.NemesisOptions.Jitter, "jitter", 0, "latency fault jitter (default: 5% of the latency)")
+	fs.BoolVar(&opts.NemesisOptions.LatencyAll, "latency-all", false, "latency fault delays every client, not one")
 	fs.StringVar(&opts.NemesisOptions.Direction, "direction", "", "network faults: up, down or both (default per fault)")
-	fs.Float64Var(&opts.NemesisOptions.LostReplyRate, "lost-reply-rate", 0, "share of connections whose replies are lost (default 0.5)")
+	fs.Float64Var(&opts.NemesisOptions.LostReplyRate, "lost-reply-rate", 0, "share of the time lost-reply drops replies, in 20ms bursts (default 0.2)")
 	fs.DurationVar(&opts.NemesisOptions.Downtime, "downtime", 0, "how long crash-redis keeps a node down before restarting it")
+	fs.StringVar(&opts.NemesisOptions.PartitionClients, "partition-clients", "", "partition-minority/-majority cut one or all clients (default: seeded choice)")
+	fs.DurationVar(&opts.NemesisOptions.ClockJump, "clock-jump", 0, "how far clock-jump moves a node's clock forward (default: 2 x TTL)")
 	fs.Var(&expect, "expect", "gate mode: exit 0 only if the verdict is this (valid or invalid)")
 	fs.BoolVar(&quiet, "quiet", false, "no live status line")
 	if help, err := parse(fs, args, stdout); help {
@@ -224,6 +228,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	go func() {
+		// After the first signal the run winds down (heals faults, stops
+		// every process, writes what it recorded); a second one kills at once.
+		<-ctx.Done()
+		cancel()
+	}()
 	tty := !quiet && isTerminal(stderr)
 	if tty {
 		opts.Progress = func(s locktorture.Status) {
@@ -311,6 +321,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	for _, e := range nemesis.Entries() {
 		fmt.Fprintf(stdout, "  %-18s %s\n", e.Name, e.Summary)
 	}
+	fmt.Fprintf(stdout, "workloads (--workload): %s\n", strings.Join(locktorture.WorkloadNames(), ", "))
 	fmt.Fprintf(stdout, "topologies (--topology): %s\n", strings.Join(cluster.TopologyNames(), ", "))
 	return exitValid
 }

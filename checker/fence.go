@@ -1,0 +1,73 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// FenceRegression returns the checker of fencing tokens: on each key, an
+// acquire that returned ok must carry a higher token than every acquire
+// that returned ok before it was invoked. Acquires that overlap in time may
+// come in either order, so only real-time order is judged. A token that
+// went backwards (the counter lost INCRs in a failover, or restarted empty)
+// makes a fenced resource refuse the legitimate holder, or, if the stale
+// token is the higher one, accept the older holder over the newer.
+// Acquires without a token (fence 0) are not judged.
+func FenceRegression(opts ...Option) Checker { return &fenceRegression{s: newSettings(opts)} }
+
+type fenceRegression struct{ s settings }
+
+func (*fenceRegression) Name() string { return "fence-regression" }
+
+func (f *fenceRegression) Check(_ context.Context, h *history.History) Result {
+	c := newCollector(f.Name(), f.s)
+	perKey := map[string][]*history.Operation{}
+	ops := h.Operations()
+	for i := range ops {
+		o := &ops[i]
+		if o.Op == history.Acquire && o.Status == history.OK && o.Fence != 0 {
+			perKey[o.Key] = append(perKey[o.Key], o)
+		}
+	}
+	var fenced int64
+	for _, key := range sortedKeys(perKey) {
+		byCall := perKey[key]
+		fenced += int64(len(byCall))
+		byReturn := append([]*history.Operation(nil), byCall...)
+		sort.SliceStable(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
+		// Sweep in call order, folding in every acquire that returned
+		// before the current one's call and keeping the highest token.
+		var top *history.Operation
+		j := 0
+		for _, b := range byCall {
+			for ; j < len(byReturn) && byReturn[j].Return < b.Call; j++ {
+				if top == nil || byReturn[j].Fence > top.Fence {
+					top = byReturn[j]
+				}
+			}
+			if top != nil && top.Fence >= b.Fence {
+				c.add(fenceAnomaly(key, top, b))
+			}
+		}
+	}
+	c.stat("fenced_acquires", fenced)
+	c.stat("keys", int64(len(perKey)))
+	return c.result()
+}
+
+func fenceAnomaly(key string, a, b *history.Operation) Anomaly {
+	return Anomaly{
+		Kind:      KindFenceRegression,
+		Clients:   uniqueInts(a.Client, b.Client),
+		Processes: uniqueInts(a.Process, b.Process),
+		Keys:      []string{key},
+		Leases:    []string{a.Lease, b.Lease},
+		StartNS:   b.Call,
+		EndNS:     b.Return,
+		Detail: fmt.Sprintf("client %d acquired %s at %s with fencing token %d, no higher than the %d client %d had been given at %s, before this acquire began",
+			b.Client, key, fmtTime(b.Return), b.Fence, a.Fence, a.Client, fmtTime(a.Return)),
+	}
+}

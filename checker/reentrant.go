@@ -1,0 +1,249 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// KindReentryCount: a reentrant lock's hold count for an owner disagreed
+// with the owner's own nesting, beyond what its unknown operations and a
+// possible expiry of the key could explain.
+const KindReentryCount Kind = "reentry-count"
+
+// Classes of reentry-count.
+const (
+	// ClassDoubleCount: the count was higher than the nesting: an
+	// increment applied twice (a script replayed after its reply was
+	// lost), so the outermost release leaves the key held until its TTL.
+	ClassDoubleCount Class = "double-count"
+	// ClassLostCount: the count was lower than the nesting, or gone, while
+	// the key could not have expired: a decrement applied twice (a nested
+	// release then frees the key under its outer holder) or the key lost
+	// by Redis itself.
+	ClassLostCount Class = "lost-count"
+)
+
+// Reentrant returns the checker of the reentrant workload: a model of an
+// owner-aware counting mutex. Every acquire and nested-acquire reports the
+// count it left (the depth in its lease token, "<owner>#<n>/<depth>" as
+// the reentrant locks write it), every release and nested-release the count
+// left after it (Value, -1 when the key no longer held the owner). Per owner
+// and key the model keeps the range the real count may be in: an ok
+// operation must land in the range its predecessor left plus or minus one,
+// and then pins the count; an unknown acquire may have added any number of
+// holds (go-redis replays it), an unknown release removed any; a count back
+// at 1 (or a release finding the owner gone) is legal once the key could
+// have expired, that is when no renewal (acquire, refresh, partial release)
+// that returned before the operation began was still within its TTL.
+// Histories of locks whose tokens carry no depth are not judged.
+func Reentrant(opts ...Option) Checker { return &reentrant{s: newSettings(opts)} }
+
+type reentrant struct{ s settings }
+
+func (*reentrant) Name() string { return "reentrant" }
+
+// ownerKey is one owner's hold of one key.
+type ownerKey struct{ owner, key string }
+
+type countModel struct {
+	lo, hi  int64
+	renewed []renewal // ok renewals: call, return, ttl
+	last    *history.Operation
+}
+
+const unbounded = math.MaxInt64 / 4
+
+// mayHaveExpired reports whether the owner's key could have expired before
+// o took effect: no renewal that returned before o's call still covers o's
+// return.
+func (m *countModel) mayHaveExpired(o *history.Operation) bool {
+	for _, r := range m.renewed {
+		if r.ret <= o.Call && r.call+r.ttl > o.Return {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *reentrant) Check(_ context.Context, h *history.History) Result {
+	c := newCollector(r.Name(), r.s)
+	ttl := int64(0)
+	if h.Run != nil {
+		ttl = h.Run.TTLMillis * 1e6
+	}
+	ops := h.Operations()
+	groups := map[ownerKey][]*history.Operation{}
+	var judged int64
+	for i := range ops {
+		o := &ops[i]
+		switch o.Op {
+		case history.Acquire, history.NestedAcquire, history.Release, history.NestedRelease, history.Refresh:
+		default:
+			continue
+		}
+		owner, _, _ := parseDepthToken(o.Lease)
+		if owner == "" {
+			continue
+		}
+		k := ownerKey{owner, o.Key}
+		groups[k] = append(groups[k], o)
+	}
+	keys := make([]ownerKey, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].owner != keys[j].owner {
+			return keys[i].owner < keys[j].owner
+		}
+		return keys[i].key < keys[j].key
+	})
+	for _, k := range keys {
+		g := groups[k]
+		sort.SliceStable(g, func(i, j int) bool { return g[i].Call < g[j].Call })
+		m := &countModel{}
+		// Refreshes run beside the owner's own calls: they only count as
+		// renewals.
+		for _, o := range g {
+			if o.Op == history.Refresh && o.Status == history.OK {
+				m.renewed = append(m.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
+			}
+		}
+		for _, o := range g {
+			if o.Op != history.Refresh && r.step(c, k, m, o, ttl) {
+				judged++
+			}
+		}
+	}
+	c.stat("owners", int64(len(groups)))
+	c.stat("judged", judged)
+	return c.result()
+}
+
+func opTTL(o *history.Operation, run int64) int64 {
+	if o.TTL > 0 {
+		return int64(o.TTL)
+	}
+	if run > 0 {
+		return run
+	}
+	return forever
+}
+
+// step applies o to the model and reports whether it judged a count.
+func (r *reentrant) step(c *collector, k ownerKey, m *countModel, o *history.Operation, ttl int64) bool {
+	defer func() { m.last = o }()
+	acquire := o.Op == history.Acquire || o.Op == history.NestedAcquire
+	switch {
+	case acquire && o.Status == history.Unknown:
+		m.hi = unbounded
+		return false
+	case acquire && o.Status == history.Fail:
+		m.lo, m.hi = 0, 0 // another owner held the key
+		return false
+	case !acquire && o.Status == history.Unknown:
+		m.lo = 0
+		return false
+	case o.Status != history.OK:
+		return false
+	}
+	if acquire {
+		_, depth, ok := parseDepthToken(o.Lease)
+		if !ok {
+			return false
+		}
+		lo, hi := m.lo+1, sat(m.hi, 1)
+		if (depth < lo || depth > hi) && !(depth == 1 && m.mayHaveExpired(o)) {
+			c.add(countAnomaly(k, o, m.last, depth, lo, hi))
+		}
+		m.lo, m.hi = depth, depth
+		m.renewed = append(m.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
+		return true
+	}
+	if o.Value == nil {
+		return false // a lock that does not report its count
+	}
+	left := *o.Value
+	lo, hi := max(m.lo-1, 0), sat(m.hi, -1)
+	switch {
+	case left < 0:
+		if m.lo > 0 && !m.mayHaveExpired(o) {
+			c.add(countAnomaly(k, o, m.last, left, lo, hi))
+		}
+		left = 0
+	case left < lo || left > hi:
+		c.add(countAnomaly(k, o, m.last, left, lo, hi))
+	}
+	if left > 0 {
+		m.renewed = append(m.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
+	}
+	m.lo, m.hi = left, left
+	return true
+}
+
+// sat adds d to a bound that may be unbounded.
+func sat(v, d int64) int64 {
+	if v >= unbounded {
+		return unbounded
+	}
+	return max(v+d, 0)
+}
+
+func countAnomaly(k ownerKey, o, prev *history.Operation, got, lo, hi int64) Anomaly {
+	a := Anomaly{
+		Kind: KindReentryCount, Class: ClassLostCount,
+		Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{k.key}, Leases: []string{o.Lease},
+		StartNS: o.Call, EndNS: o.Return,
+	}
+	if got > hi {
+		a.Class = ClassDoubleCount
+	}
+	want := fmt.Sprintf("%d", lo)
+	switch {
+	case hi >= unbounded:
+		want = fmt.Sprintf("at least %d", lo)
+	case hi != lo:
+		want = fmt.Sprintf("%d to %d", lo, hi)
+	}
+	what := fmt.Sprintf("reported a hold count of %d", got)
+	if got < 0 {
+		what = "found the key no longer held by its owner"
+	}
+	after := ""
+	if prev != nil {
+		after = fmt.Sprintf(" after its %s at %s", prev.Op, fmtTime(prev.Return))
+	}
+	a.Detail = fmt.Sprintf("owner %s's %s of %s at %s %s%s; its own nesting allows %s",
+		k.owner, o.Op, k.key, fmtTime(o.Return), what, after, want)
+	if a.Class == ClassLostCount {
+		a.Detail += ", and the key could not have expired"
+	}
+	return a
+}
+
+// parseDepthToken splits a reentrant lease token "<owner>#<n>/<depth>" (the
+// format of locks.ParseReentrantToken, repeated here so that checking a
+// history needs no lock code). Any other token is its own owner, without
+// a depth.
+func parseDepthToken(token string) (owner string, depth int64, ok bool) {
+	i := strings.LastIndex(token, "#")
+	if i < 0 {
+		return token, 0, false
+	}
+	rest := token[i+1:]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return token, 0, false
+	}
+	d, err := strconv.ParseInt(rest[j+1:], 10, 64)
+	if err != nil || d < 1 {
+		return token, 0, false
+	}
+	return token[:i], d, true
+}

@@ -1,0 +1,247 @@
+package cluster_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+	"github.com/redis/go-redis/v9"
+)
+
+func needSentinel(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+}
+
+// startSentinel brings the topology up with its network and stops both at
+// cleanup, then checks with pgrep that none of its processes is left.
+func startSentinel(t *testing.T) (*cluster.SentinelTopology, *cluster.Network) {
+	t.Helper()
+	ctx := context.Background()
+	netw, err := cluster.StartNetwork(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { netw.Close() })
+	topo, err := cluster.StartTopology(ctx, "sentinel", cluster.TopologyOptions{Network: netw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := topo.(*cluster.SentinelTopology)
+	pids := s.Pids()
+	if len(pids) != 6 {
+		t.Fatalf("want 3 redis-servers and 3 sentinels running, got pids %v", pids)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if left := alive(t, pids); len(left) > 0 {
+			t.Errorf("processes left after Close: %v", left)
+		}
+	})
+	return s, netw
+}
+
+// alive returns those of pids that pgrep still finds among this process's
+// children.
+func alive(t *testing.T, pids []int) []int {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid())).Output()
+	if err != nil && len(out) > 0 {
+		t.Fatalf("pgrep: %v", err)
+	}
+	children := map[int]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			children[p] = true
+		}
+	}
+	var left []int
+	for _, p := range pids {
+		if children[p] {
+			left = append(left, p)
+		}
+	}
+	return left
+}
+
+// direct is a harness client of one node, not through any proxy.
+func direct(t *testing.T, n *cluster.Node) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), DisableIdentity: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func cut(t *testing.T, paths []*cluster.Path) func() {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := p.Proxy.AddToxic("cut", "timeout", "downstream", 1, toxiclient.Attributes{"timeout": 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		for _, p := range paths {
+			if err := p.Proxy.RemoveToxic("cut"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+func waitKey(c *redis.Client, key string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if n, _ := c.Exists(context.Background(), key).Result(); n == 1 {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestSentinelTopology checks what the failover faults rely on: replication
+// passes through the replica's own proxy (a cut keeps a write off the
+// replica), before and after a failover; Sentinel promotes a replica when
+// the master dies and the switch is observed; clients follow the new master
+// through their own dialer; the old master rejoins as a replica.
+func TestSentinelTopology(t *testing.T) {
+	needSentinel(t)
+	ctx := context.Background()
+	s, _ := startSentinel(t)
+	var mu sync.Mutex
+	var events []history.Event
+	s.Observe(func(e history.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+
+	old, err := s.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replicas []*cluster.Node
+	for _, n := range s.Nodes() {
+		if n != old {
+			replicas = append(replicas, n)
+		}
+	}
+	if len(replicas) != 2 || len(s.ReplicationPaths(old)) != 2 {
+		t.Fatalf("want 2 replicas with a path each from %s, got %d nodes, %d paths", old.Name, len(replicas), len(s.ReplicationPaths(old)))
+	}
+
+	// A client dials only through the dial it is given.
+	var dialed []string
+	var dmu sync.Mutex
+	clients, err := s.Connect(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dmu.Lock()
+		dialed = append(dialed, addr)
+		dmu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clients[0]
+	t.Cleanup(func() { c.Close() })
+
+	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replicas {
+		if !waitKey(direct(t, r), "before", 2*time.Second) {
+			t.Fatalf("key never reached %s", r.Name)
+		}
+	}
+	heal := cut(t, s.ReplicationPaths(old))
+	if err := c.Set(ctx, "during-cut", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if waitKey(direct(t, replicas[0]), "during-cut", 300*time.Millisecond) {
+		t.Fatal("a write reached a replica although its replication path was cut")
+	}
+	heal()
+	if !waitKey(direct(t, replicas[0]), "during-cut", 2*time.Second) {
+		t.Fatal("the write did not reach the replica after the cut healed")
+	}
+
+	start := time.Now()
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	nm, err := s.WaitSwitch(ctx, old, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover from %s to %s took %v", old.Name, nm.Name, time.Since(start))
+	mu.Lock()
+	got := append([]history.Event(nil), events...)
+	mu.Unlock()
+	if len(got) != 1 || got[0].Op != history.MasterSwitch || got[0].Target != nm.Name {
+		t.Errorf("observed %v, want one master-switch to %s", got, nm.Name)
+	}
+	if err := c.Set(ctx, "after", "1", 0).Err(); err != nil {
+		t.Fatalf("client did not follow the failover: %v", err)
+	}
+	if n, _ := direct(t, nm).Exists(ctx, "after").Result(); n != 1 {
+		t.Error("the client's write did not land on the new master")
+	}
+	dmu.Lock()
+	for _, a := range dialed {
+		if a != nm.Addr() && a != old.Addr() && !contains(s.SentinelAddrs(), a) {
+			t.Errorf("client dialled %s, which is neither a node nor a Sentinel", a)
+		}
+	}
+	dmu.Unlock()
+
+	if err := old.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(ctx, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if role, _ := direct(t, old).Do(ctx, "ROLE").Slice(); len(role) == 0 || role[0] != "slave" {
+		t.Errorf("old master %s says %v, want slave", old.Name, role)
+	}
+	// After the failover the links to the new master are proxied too,
+	// including the old master's.
+	paths := s.ReplicationPaths(nm)
+	for _, p := range paths {
+		if p.To != nm.Addr() {
+			t.Errorf("path %s -> %s does not lead to the new master", p.From, p.To)
+		}
+	}
+	heal = cut(t, paths)
+	if err := c.Set(ctx, "after-cut", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if waitKey(direct(t, old), "after-cut", 300*time.Millisecond) {
+		t.Error("after the failover, replication to the old master bypasses its proxy")
+	}
+	heal()
+	if !waitKey(direct(t, old), "after-cut", 2*time.Second) {
+		t.Error("the old master does not replicate from the new one")
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}

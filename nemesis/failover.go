@@ -1,0 +1,260 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// How long a heal waits for Sentinel to finish a failover, and then for the
+// replicas to follow the new master. A failed failover attempt is retried
+// after twice the failover timeout, so the first bound leaves room for one.
+const (
+	switchTimeout = 4*cluster.SentinelFailoverTimeout + 2*cluster.SentinelDownAfter
+	settleTimeout = 20 * time.Second
+)
+
+func needSentinel(t *Target) (cluster.FailoverTopology, error) {
+	ft, ok := t.Topology.(cluster.FailoverTopology)
+	if !ok {
+		return nil, errors.New("needs a master under Sentinel (--topology sentinel)")
+	}
+	return ft, nil
+}
+
+// failover makes Sentinel replace the master. Replication is asynchronous:
+// a lock key the master acknowledged may not have reached the replica that
+// wins, and a second client then takes a lock the first still holds within
+// its lease. Every single-instance lock is exposed to it; the variants
+// differ in how the key is lost:
+//
+//   - failover: the master is killed (SIGKILL) or paused (SIGSTOP), so only
+//     what was in flight on the replication link at that instant is lost;
+//   - failover-lossy: replication from the master is cut first and the
+//     master fails a little later, so every lock taken in between is
+//     missing on the replica that wins;
+//   - sentinel-failover: SENTINEL FAILOVER promotes a replica while the old
+//     master still serves clients that have not heard of the switch; what
+//     they write there is lost when it becomes a replica.
+//
+// At heal, once every Sentinel agrees on the new master, the old master
+// comes back (resumed or restarted with its persistence) as a replica of it,
+// and the cut, if any, is removed.
+type failover struct {
+	name   string
+	cut    bool // cut replication from the master before it fails
+	manual bool // SENTINEL FAILOVER instead of a master failure
+
+	old    *cluster.Node // the master at Start, nil once there is nothing to wait for
+	paused bool          // old was paused rather than killed
+	toxics *toxicFault   // the cut, if any
+	// failed receives the outcome of the delayed master failure of a
+	// lossy failover (nil: it failed; else why not).
+	failed chan error
+}
+
+func newFailover(Options) Fault { return &failover{name: "failover"} }
+
+func newFailoverLossy(Options) Fault { return &failover{name: "failover-lossy", cut: true} }
+
+func newSentinelFailover(Options) Fault { return &failover{name: "sentinel-failover", manual: true} }
+
+func (f *failover) Name() string { return f.name }
+
+func (f *failover) Available(t *Target) error {
+	if _, err := needSentinel(t); err != nil {
+		return err
+	}
+	if f.cut && t.Network == nil {
+		return errors.New("needs the toxiproxy network")
+	}
+	return nil
+}
+
+// lead is how long replication stays cut before the master fails: half a
+// TTL, so that the holder of a lock at the failure has likely taken it
+// during the cut (it exists only on the master) and its lease still runs
+// when a replica takes over. Bounded so a fault stays a few seconds long.
+func lead(ttl time.Duration) time.Duration {
+	return min(max(ttl/2, 100*time.Millisecond), 5*time.Second)
+}
+
+// errRunEnded: the run ended before the master was due to fail.
+var errRunEnded = errors.New("the run ended first")
+
+// how a master fails
+const (
+	failManual = "SENTINEL FAILOVER away from"
+	failPause  = "paused"
+	failKill   = "killed"
+)
+
+func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+	ft, err := needSentinel(t)
+	if err != nil {
+		return "", err
+	}
+	old, err := ft.Master(ctx)
+	if err != nil {
+		return "", err
+	}
+	how, sentinel := failKill, rng.Intn(3)
+	switch {
+	case f.manual:
+		how = failManual
+	case rng.Intn(2) == 0:
+		how = failPause
+	}
+	f.old, f.paused, f.toxics, f.failed = old, false, nil, nil
+	if !f.cut {
+		if err := f.fail(ctx, ft, old, how, sentinel); err != nil {
+			f.old = nil
+			return "", err
+		}
+		return describe(old, how), nil
+	}
+	// A dropped stream rather than a closed link: the replicas keep their
+	// link "up" (so Sentinel still counts them as candidates) and
+	// acknowledge nothing new.
+	f.toxics = &toxicFault{name: f.name, toxic: "timeout", direction: "both", toxicity: 1,
+		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
+		pick: func(*Target, *rand.Rand) ([]*cluster.Path, string) {
+			return ft.ReplicationPaths(old), ""
+		}}
+	if _, err := f.toxics.Start(ctx, t, rng); err != nil {
+		f.toxics, f.old = nil, nil
+		return "", fmt.Errorf("cut replication from %s: %w", old.Name, err)
+	}
+	// The fault starts with the cut (that is when locks begin to exist on
+	// the master only); the master fails later, while it is active.
+	d := lead(t.TTL)
+	f.failed = make(chan error, 1)
+	go func() {
+		if !wait(ctx, d) {
+			f.failed <- errRunEnded
+			return
+		}
+		f.failed <- f.fail(ctx, ft, old, how, sentinel)
+	}()
+	return fmt.Sprintf("replication from %s cut; %s %v later", old.Name, describe(old, how), d), nil
+}
+
+func describe(n *cluster.Node, how string) string {
+	if how == failManual {
+		return how + " " + n.Name
+	}
+	return n.Name + " " + how
+}
+
+func (f *failover) fail(ctx context.Context, ft cluster.FailoverTopology, old *cluster.Node, how string, sentinel int) error {
+	switch how {
+	case failManual:
+		return ft.ManualFailover(ctx, sentinel)
+	case failPause:
+		if err := old.Pause(); err != nil {
+			return err
+		}
+		f.paused = true
+		return nil
+	default:
+		return old.Kill()
+	}
+}
+
+// Heal waits for Sentinel to finish the failover, brings the old master back
+// as a replica of the new one, removes the cut and waits until every
+// replica follows the new master.
+func (f *failover) Heal(ctx context.Context, t *Target) error {
+	ft, err := needSentinel(t)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	old := f.old
+	if f.failed != nil {
+		if err := <-f.failed; err != nil {
+			if !errors.Is(err, errRunEnded) {
+				errs = append(errs, fmt.Errorf("fail %s: %w", old.Name, err))
+			}
+			old = nil // nothing failed over
+		}
+		f.failed = nil
+	}
+	f.old = nil
+	if old != nil {
+		// Wait for the switch before the old master can answer again, or
+		// Sentinel would simply see it back (and a failover still under
+		// way would be disturbed).
+		if _, err := ft.WaitSwitch(ctx, old, switchTimeout); err != nil {
+			errs = append(errs, err)
+		}
+		if f.paused {
+			if err := old.Resume(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if old.Pid() == 0 {
+			if err := old.Restart(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("restart %s: %w", old.Name, err))
+			}
+		}
+	}
+	f.paused = false
+	if f.toxics != nil {
+		if err := f.toxics.Heal(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+		f.toxics = nil
+	}
+	if err := ft.Settle(ctx, settleTimeout); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// replicationDelay slows the replication stream from the master to every
+// replica: a lock key reaches them only after the delay (the TTL by
+// default), so a failover in that window promotes a replica without it, and
+// a lock that waits for a replica's acknowledgement (token-wait) refuses to
+// acquire meanwhile.
+type replicationDelay struct{ toxicFault }
+
+func newReplicationDelay(o Options) Fault {
+	f := &replicationDelay{toxicFault{name: "replication-delay", toxic: "latency", direction: "down", toxicity: 1,
+		attrs: func(t *Target) toxiclient.Attributes {
+			lat, jit := o.Latency, o.Jitter
+			if lat == 0 {
+				lat = t.TTL
+			}
+			if jit == 0 {
+				jit = lat / 10
+			}
+			return toxiclient.Attributes{"latency": lat.Milliseconds(), "jitter": jit.Milliseconds()}
+		}}}
+	f.pick = func(t *Target, _ *rand.Rand) ([]*cluster.Path, string) {
+		ft, err := needSentinel(t)
+		if err != nil {
+			return nil, ""
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m, err := ft.Master(ctx)
+		if err != nil {
+			return nil, ""
+		}
+		return ft.ReplicationPaths(m), "replication from " + m.Name
+	}
+	return f
+}
+
+func (f *replicationDelay) Available(t *Target) error {
+	if _, err := needSentinel(t); err != nil {
+		return err
+	}
+	return f.toxicFault.Available(t)
+}

@@ -1,0 +1,476 @@
+package locktorture_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/locks"
+	"github.com/redis/go-redis/v9"
+)
+
+// These runs put Redlock (and, for the clock, a single-node token lock)
+// under the faults of the Redlock debate on real redis-servers, and check
+// what seeds 001 and 002 and the debate claim: a node restarting empty
+// breaks the lock within the lease, its two fixes (a delayed restart, AOF
+// fsync always) do not; a clock jump breaks it together with a partition; a
+// minority partition only slows it; a lost acknowledgement leaves no key
+// behind once the holder released.
+
+func needRedlockDeps(t *testing.T, faketime bool) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	if faketime {
+		if _, err := exec.LookPath("faketime"); err != nil {
+			t.Skip("faketime not installed (apt-get install -y faketime)")
+		}
+	}
+}
+
+// redlockOptions is a few seconds of four clients on N masters with a short
+// TTL, so a fault that breaks the lock shows it quickly.
+func redlockOptions(lock string, nodes int, seed int64) locktorture.Options {
+	return locktorture.Options{
+		Lock: lock, Topology: "redlock", Nodes: nodes, Clients: 4, Keys: 1, Duration: 5 * time.Second,
+		TTL: 400 * time.Millisecond, HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: seed,
+		NemesisInterval: 300 * time.Millisecond, CheckTimeout: 30 * time.Second,
+	}
+}
+
+// restartOptions make restart-empty bite fast: holds long enough for two or
+// three restarts to land inside one, restarts back to back.
+func restartOptions(nemesis string, seed int64) locktorture.Options {
+	o := redlockOptions("redlock", 5, seed)
+	o.HoldMin, o.HoldMax = 100*time.Millisecond, 250*time.Millisecond
+	o.Nemesis, o.NemesisInterval, o.NemesisDuration = nemesis, 50*time.Millisecond, time.Millisecond
+	return o
+}
+
+func runRedlock(t *testing.T, opts locktorture.Options) *locktorture.Result {
+	t.Helper()
+	opts.OutDir = t.TempDir()
+	res, err := locktorture.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("run %s under %q: %v", opts.Lock, opts.Nemesis, err)
+	}
+	t.Logf("%s under %q: %d acquired, %d failed, %d unknown; verdict %s, counts %v", opts.Lock, opts.Nemesis,
+		res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown, res.Verdict, res.Report.Count)
+	if res.Stats.Acquired == 0 {
+		t.Fatalf("%s: no acquire succeeded; the run shows nothing", opts.Lock)
+	}
+	if opts.Nemesis != "" && faultStarts(t, res.Dir) == 0 {
+		t.Fatalf("%s: the nemesis %s never started", opts.Lock, opts.Nemesis)
+	}
+	return res
+}
+
+// faultStarts counts the faults a run's history says were started.
+func faultStarts(t *testing.T, dir string) int {
+	t.Helper()
+	h, err := history.Load(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range h.Events {
+		if e.Op == history.FaultStart {
+			n++
+		}
+	}
+	return n
+}
+
+func doubleHolders(res *locktorture.Result) map[checker.Class]int {
+	out := map[checker.Class]int{}
+	for _, a := range res.Report.Anomalies {
+		if a.Kind == checker.KindDoubleHolder {
+			out[a.Class]++
+		}
+	}
+	return out
+}
+
+func expectValid(t *testing.T, res *locktorture.Result) {
+	t.Helper()
+	if res.Verdict != checker.Valid {
+		for i, a := range res.Report.Anomalies {
+			if i < 5 {
+				t.Logf("  %s (%s): %s", a.Kind, a.Class, a.Detail)
+			}
+		}
+		t.Errorf("verdict %s, want valid; counts %v", res.Verdict, res.Report.Count)
+	}
+}
+
+func expectWithinLease(t *testing.T, res *locktorture.Result) {
+	t.Helper()
+	if res.Verdict != checker.Invalid || res.Report.Count[checker.KindDoubleHolder] == 0 {
+		t.Fatalf("verdict %s, counts %v: want a double-holder", res.Verdict, res.Report.Count)
+	}
+	if doubleHolders(res)[checker.ClassWithinLease] == 0 {
+		t.Errorf("double holders %v: want one classed within-lease", doubleHolders(res))
+	}
+}
+
+// TestRedlockRestart is seed 002's restart problem (重启问题) and its two
+// fixes, on five masters and the same seed: a master restarting at once
+// without persistence gives two holders within the lease; restarting only
+// after the TTL (延迟重启), or keeping every write with AOF fsync always,
+// gives none.
+func TestRedlockRestart(t *testing.T) {
+	needRedlockDeps(t, false)
+	for _, tc := range []struct {
+		nemesis string
+		broken  bool
+	}{
+		{"restart-empty", true},
+		{"restart-delayed", false},
+		{"restart-fsync", false},
+	} {
+		t.Run(tc.nemesis, func(t *testing.T) {
+			res := runRedlock(t, restartOptions(tc.nemesis, 1))
+			if tc.broken {
+				expectWithinLease(t, res)
+			} else {
+				expectValid(t, res)
+			}
+		})
+	}
+}
+
+// TestRedlockClockJump is the clock half of the debate. Under Redlock, one
+// client cut from a minority holds a bare majority; a master of that
+// majority jumps its clock forward and drops the key; a second client wins
+// that master and the minority: two holders. A single-node token lock needs
+// no partition: its one node drops the key within the lease.
+func TestRedlockClockJump(t *testing.T) {
+	needRedlockDeps(t, true)
+	t.Run("redlock with a partition", func(t *testing.T) {
+		o := redlockOptions("redlock", 3, 2)
+		o.Clients, o.HoldMin, o.HoldMax = 3, 50*time.Millisecond, 150*time.Millisecond
+		o.Nemesis, o.NemesisDuration = "clock-jump-partition", 1500*time.Millisecond
+		res := runRedlock(t, o)
+		if res.Report.Count[checker.KindDoubleHolder] == 0 {
+			t.Errorf("verdict %s, counts %v: want a double-holder", res.Verdict, res.Report.Count)
+		}
+	})
+	t.Run("token on one node", func(t *testing.T) {
+		o := redlockOptions("token", 0, 3)
+		o.Topology, o.Nemesis = "single", "clock-jump"
+		res := runRedlock(t, o)
+		expectWithinLease(t, res)
+	})
+}
+
+// TestRedlockPartitionMinority cuts every client from a minority of the
+// masters now and then: the lock stays safe, with fewer acquires than the
+// same seed without the fault (each attempt waits out the cut nodes'
+// timeouts, and contenders split the bare majority that is left).
+func TestRedlockPartitionMinority(t *testing.T) {
+	needRedlockDeps(t, false)
+	base := redlockOptions("redlock", 5, 4)
+	base.Clients = 3
+	calm := runRedlock(t, base)
+	expectValid(t, calm)
+	cut := base
+	cut.Nemesis, cut.NemesisDuration = "partition-minority", 600*time.Millisecond
+	cut.NemesisOptions.PartitionClients = "one"
+	res := runRedlock(t, cut)
+	expectValid(t, res)
+	if res.Stats.Acquired >= calm.Stats.Acquired {
+		t.Errorf("%d acquires under partition-minority, %d without: want fewer", res.Stats.Acquired, calm.Stats.Acquired)
+	}
+}
+
+// TestRedlockLostReply drops the replies of half the connections to one
+// master (seed 002's "加锁失败": the SET ran, its acknowledgement never came
+// back). After every release each master is inspected directly, not through
+// the client's proxies: none may still hold the released token half a TTL
+// later, which would otherwise refuse every other client until its TTL.
+func TestRedlockLostReply(t *testing.T) {
+	needRedlockDeps(t, false)
+	ins := newInspector(t)
+	reg := locks.Builtin()
+	if err := reg.Register(locks.Entry{Name: "redlock-inspected", Nodes: locks.RedlockNodes, New: ins.wrap("redlock")}); err != nil {
+		t.Fatal(err)
+	}
+	o := redlockOptions("redlock-inspected", 3, 5)
+	o.Locks, o.Nemesis, o.NemesisDuration = reg, "lost-reply", time.Second
+	res := runRedlock(t, o)
+	for _, a := range res.Report.Anomalies {
+		if a.Kind == checker.KindDoubleHolder || a.Kind == checker.KindNonlinearizable {
+			t.Errorf("%s: %s", a.Kind, a.Detail)
+		}
+	}
+	released, left := ins.released.Load(), ins.left.Load()
+	t.Logf("%d releases inspected, %d left a key behind", released, left)
+	if released == 0 {
+		t.Fatal("no release was inspected")
+	}
+	if left > 0 {
+		t.Errorf("%d of %d releases left the token on some master: %v", left, released, ins.examples())
+	}
+}
+
+// inspector checks, after each release, that no master still holds the
+// released token. It reads each master directly: the address a lock's
+// client dials is the master's own (its dialer goes through the proxy).
+type inspector struct {
+	t *testing.T
+
+	released, left atomic.Int64
+	mu             sync.Mutex
+	direct         map[string]*redis.Client
+	seen           []string
+}
+
+func newInspector(t *testing.T) *inspector {
+	ins := &inspector{t: t, direct: map[string]*redis.Client{}}
+	t.Cleanup(func() {
+		ins.mu.Lock()
+		defer ins.mu.Unlock()
+		for _, c := range ins.direct {
+			c.Close()
+		}
+	})
+	return ins
+}
+
+func (ins *inspector) client(addr string) *redis.Client {
+	ins.mu.Lock()
+	defer ins.mu.Unlock()
+	c := ins.direct[addr]
+	if c == nil {
+		c = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
+		ins.direct[addr] = c
+	}
+	return c
+}
+
+func (ins *inspector) wrap(name string) locks.Factory {
+	return func(cfg locks.Config) (locks.Lock, error) {
+		e, err := locks.Builtin().Get(name)
+		if err != nil {
+			return nil, err
+		}
+		lk, err := e.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		var addrs []string
+		for _, n := range cfg.Nodes {
+			c, ok := n.(*redis.Client)
+			if !ok {
+				return nil, fmt.Errorf("inspector: node client %T is not a *redis.Client", n)
+			}
+			addrs = append(addrs, c.Options().Addr)
+		}
+		return &inspected{Lock: lk, ins: ins, addrs: addrs}, nil
+	}
+}
+
+func (ins *inspector) examples() []string {
+	ins.mu.Lock()
+	defer ins.mu.Unlock()
+	sort.Strings(ins.seen)
+	return ins.seen[:min(len(ins.seen), 5)]
+}
+
+type inspected struct {
+	locks.Lock
+	ins   *inspector
+	addrs []string
+}
+
+// Release releases, then polls every master until the token is gone. A
+// node that missed the release would keep it for the rest of its TTL (over
+// 300 ms here); one still holding it half a TTL later counts as left behind.
+func (l *inspected) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
+	deleted, err := l.Lock.Release(ctx, lease)
+	if err != nil {
+		return deleted, err
+	}
+	l.ins.released.Add(1)
+	ictx := context.WithoutCancel(ctx)
+	deadline := time.Now().Add(lease.TTL / 2)
+	for _, addr := range l.addrs {
+		for {
+			v, gerr := l.ins.client(addr).Get(ictx, lease.Key).Result()
+			if gerr != nil && !errors.Is(gerr, redis.Nil) {
+				l.ins.t.Errorf("inspect %s: %v", addr, gerr)
+				break
+			}
+			if v != lease.Token {
+				break
+			}
+			if time.Now().After(deadline) {
+				l.ins.left.Add(1)
+				l.ins.mu.Lock()
+				l.ins.seen = append(l.ins.seen, lease.Token+" on "+addr)
+				l.ins.mu.Unlock()
+				return deleted, err
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return deleted, err
+}
+
+// TestRedlockFaultsNeedMasters: the Redlock faults refuse a topology that is
+// not N independent masters, and Redlock refuses one node, with a usage
+// error rather than a run that shows nothing.
+func TestRedlockFaultsNeedMasters(t *testing.T) {
+	needRedlockDeps(t, false)
+	for _, tc := range []struct{ lock, topology, nemesis string }{
+		{"token", "single", "restart-empty"},
+		{"token", "single", "partition-minority"},
+		{"redlock", "single", ""},
+		{"redlock", "redlock", "partition-minority"}, // --nodes 2
+	} {
+		o := redlockOptions(tc.lock, 0, 1)
+		o.Topology, o.Nemesis, o.Duration, o.OutDir = tc.topology, tc.nemesis, time.Second, t.TempDir()
+		if tc.topology == "redlock" {
+			o.Nodes = 2
+		}
+		_, err := locktorture.Run(context.Background(), o)
+		if err == nil || !locktorture.IsUsage(err) {
+			t.Errorf("%s on %s under %q: err %v, want a usage error", tc.lock, tc.topology, tc.nemesis, err)
+		}
+	}
+}
+
+// TestMeasureRedlock is not a test but the measurement behind the report:
+// time to first violation over ten seeds, and the acquires a minority
+// partition costs. It runs only with LOCKTORTURE_MEASURE=1:
+//
+//	LOCKTORTURE_MEASURE=1 go test -run TestMeasureRedlock -v -timeout 2h .
+func TestMeasureRedlock(t *testing.T) {
+	if os.Getenv("LOCKTORTURE_MEASURE") != "1" {
+		t.Skip("set LOCKTORTURE_MEASURE=1 to measure (tens of minutes)")
+	}
+	needRedlockDeps(t, true)
+	seeds := 10
+	if s := os.Getenv("LOCKTORTURE_SEEDS"); s != "" {
+		seeds, _ = strconv.Atoi(s)
+	}
+	limit := 60 * time.Second
+	type scenario struct {
+		name string
+		opts func(seed int64) locktorture.Options
+	}
+	measure := func(opts locktorture.Options, stopAtFirst bool) (*locktorture.Result, time.Duration) {
+		opts.OutDir = filepath.Join(os.TempDir(), "locktorture-measure")
+		opts.Duration = limit
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if stopAtFirst {
+			opts.Progress = func(s locktorture.Status) {
+				if s.Anomalies > 0 {
+					cancel()
+				}
+			}
+		}
+		res, err := locktorture.Run(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := time.Duration(-1)
+		for _, a := range res.Report.Anomalies {
+			if a.Kind == checker.KindDoubleHolder && (first < 0 || time.Duration(a.StartNS) < first) {
+				first = time.Duration(a.StartNS)
+			}
+		}
+		return res, first
+	}
+	broken := []scenario{
+		{"redlock restart-empty (5 masters, ttl 1s, hold 100-500ms)", func(s int64) locktorture.Options {
+			o := redlockOptions("redlock", 5, s)
+			o.TTL, o.HoldMin, o.HoldMax = time.Second, 100*time.Millisecond, 500*time.Millisecond
+			o.Nemesis, o.NemesisInterval, o.NemesisDuration = "restart-empty", 100*time.Millisecond, time.Millisecond
+			return o
+		}},
+		{"redlock clock-jump-partition (3 masters, 3 clients, ttl 400ms)", func(s int64) locktorture.Options {
+			o := redlockOptions("redlock", 3, s)
+			o.Clients, o.HoldMin, o.HoldMax = 3, 50*time.Millisecond, 150*time.Millisecond
+			o.Nemesis, o.NemesisDuration = "clock-jump-partition", 1500*time.Millisecond
+			return o
+		}},
+		{"token clock-jump (1 node, ttl 400ms)", func(s int64) locktorture.Options {
+			o := redlockOptions("token", 0, s)
+			o.Topology, o.Nemesis = "single", "clock-jump"
+			return o
+		}},
+	}
+	for _, sc := range broken {
+		var times []string
+		for s := 1; s <= seeds; s++ {
+			res, first := measure(sc.opts(int64(s)), true)
+			classes := doubleHolders(res)
+			times = append(times, fmt.Sprintf("seed %d: %v %v", s, first.Round(time.Millisecond), classes))
+		}
+		t.Logf("%s: time to first double-holder:\n  %s", sc.name, joinLines(times))
+	}
+	controls := []scenario{
+		{"redlock restart-delayed", func(s int64) locktorture.Options {
+			o := broken[0].opts(s)
+			o.Nemesis = "restart-delayed"
+			return o
+		}},
+		{"redlock restart-fsync", func(s int64) locktorture.Options {
+			o := broken[0].opts(s)
+			o.Nemesis = "restart-fsync"
+			return o
+		}},
+	}
+	for _, sc := range controls {
+		var out []string
+		for s := 1; s <= seeds; s++ {
+			res, _ := measure(sc.opts(int64(s)), false)
+			out = append(out, fmt.Sprintf("seed %d: %s %v (%d acquired)", s, res.Verdict, res.Report.Count, res.Stats.Acquired))
+		}
+		t.Logf("%s over %v:\n  %s", sc.name, limit, joinLines(out))
+	}
+	var out []string
+	for s := 1; s <= seeds; s++ {
+		for _, scope := range []string{"", "one", "all"} {
+			o := redlockOptions("redlock", 5, int64(s))
+			o.Clients = 3
+			if scope != "" {
+				o.Nemesis, o.NemesisDuration, o.NemesisOptions.PartitionClients = "partition-minority", 600*time.Millisecond, scope
+			}
+			o.Duration = 20 * time.Second
+			o.OutDir = filepath.Join(os.TempDir(), "locktorture-measure")
+			res, err := locktorture.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("seed %d scope %q: %d acquired, %s %v", s, scope, res.Stats.Acquired, res.Verdict, res.Report.Count))
+		}
+	}
+	t.Logf("partition-minority vs no fault, 20 s each:\n  %s", joinLines(out))
+}
+
+func joinLines(s []string) string {
+	out := ""
+	for i, l := range s {
+		if i > 0 {
+			out += "\n  "
+		}
+		out += l
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package workloads
+
+import (
+	"context"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/locks"
+)
+
+// drawHold draws the work time of one hold by the mutex workload's rule
+// (HoldMin..HoldMax, or 7/6 of the TTL with probability Overrun) and
+// whether it is an overrun. The guarded-resource workloads share it so that
+// --hold and --overrun mean the same everywhere.
+func drawHold(o MutexOptions, p *Process) (time.Duration, bool) {
+	if o.Overrun > 0 && p.Rand.Float64() < o.Overrun {
+		return o.TTL * 7 / 6, true
+	}
+	d := o.HoldMin
+	if span := o.HoldMax - o.HoldMin; span > 0 {
+		d += time.Duration(p.Rand.Int63n(int64(span) + 1))
+	}
+	return d, false
+}
+
+// checkShape validates the options the guarded-resource workloads share.
+func checkShape(o *MutexOptions) error {
+	_, err := NewMutex(nil, *o)
+	if o.Keys <= 0 {
+		o.Keys = 1
+	}
+	return err
+}
+
+// finish ends an iteration the way the mutex workload does: an abandoning
+// holder dies with its lock, anyone else releases and thinks.
+func finish(ctx context.Context, p *Process, lease *locks.Lease, abandon bool, think time.Duration) error {
+	if abandon {
+		lease.StopRenewal()
+		return ErrAbandon
+	}
+	if err := Release(ctx, p, lease); err != nil {
+		return err
+	}
+	if think > 0 {
+		return p.Gate.Sleep(ctx, think)
+	}
+	return nil
+}
+
+// resourceOp records one operation on a guarded resource: it invokes e
+// and returns the open operation.
+func resourceOp(p *Process, e history.Event) openOp {
+	p.r.stats.Ops.Add(1)
+	return openOp{p: p, inv: p.Invoke(e)}
+}
+
+// openOp is an operation invoked and not yet completed.
+type openOp struct {
+	p   *Process
+	inv history.Event
+}
+
+// done completes the operation (an unknown outcome retires the process id).
+func (o openOp) done(t history.Type, with history.Event) { o.p.Complete(o.inv, t, with) }
+
+// died completes it as unknown under the same process id: the process
+// crashed in it, and the crash event that follows names that process.
+func (o openOp) died(err error) {
+	o.p.r.cfg.Recorder.Complete(o.inv, history.Unknown, history.Event{Error: err.Error()})
+}
