@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -237,7 +238,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	entry, _ := opts.Locks.Get(opts.Lock)
 	res := &Result{RunID: opts.RunID}
 
-	var histOut *os.File
+	var histOut io.Writer // nil: the history stays in memory only
 	if opts.OutDir != "" {
 		res.Dir = filepath.Join(opts.OutDir, opts.RunID)
 		if err := os.MkdirAll(res.Dir, 0o755); err != nil {
@@ -268,11 +269,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			"redis_retries": retriesText(opts.RedisRetries), "nemesis": opts.Nemesis,
 			"nemesis_interval": opts.NemesisInterval.String(), "persistence": string(opts.Persistence),
 		}}
-	var w *os.File
-	if histOut != nil {
-		w = histOut
-	}
-	rec := history.NewRecorder(writerOrNil(w), info, 100*time.Millisecond)
+	rec := history.NewRecorder(histOut, info, 100*time.Millisecond)
+	defer rec.Close()
 	if o, ok := env.topo.(cluster.Observed); ok {
 		o.Observe(func(e history.Event) { rec.Info(e) }) // master switches
 	}
@@ -286,19 +284,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Logf:       opts.Logf,
 	})
 	if err != nil {
-		rec.Close()
 		return nil, usage("%v", err)
 	}
 	wl, err := workloadSpecs()[opts.Workload].New(runner, opts)
 	if err != nil {
-		rec.Close()
 		return nil, usage("%v", err)
 	}
 	sched := &nemesis.Schedule{Faults: faults, Interval: opts.NemesisInterval, Duration: opts.NemesisDuration,
 		Seed: opts.Seed, Recorder: rec, Logf: opts.Logf}
 	target := &nemesis.Target{Topology: env.topo, Network: env.net, Clients: clientSet{runner}, TTL: opts.TTL}
 	if err := sched.Check(target); err != nil {
-		rec.Close()
 		return nil, &UsageError{err}
 	}
 
@@ -343,13 +338,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	return res, nil
-}
-
-func writerOrNil(f *os.File) interface{ Write([]byte) (int, error) } {
-	if f == nil {
-		return nil
-	}
-	return f
 }
 
 func retriesText(r *int) string {

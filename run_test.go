@@ -13,7 +13,7 @@ import (
 
 // needRedis skips when redis-server is missing; .ci/run installs it, so in
 // CI every integration test runs.
-func needRedis(t *testing.T) {
+func needRedis(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")

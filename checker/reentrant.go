@@ -159,8 +159,9 @@ func (r *reentrant) step(c *collector, k ownerKey, m *countModel, o *history.Ope
 			return false
 		}
 		lo, hi := m.lo+1, sat(m.hi, 1)
-		if (depth < lo || depth > hi) && !(depth == 1 && m.mayHaveExpired(o)) {
-			c.add(countAnomaly(k, o, m.last, depth, lo, hi))
+		expirable := m.mayHaveExpired(o)
+		if (depth < lo || depth > hi) && !(depth == 1 && expirable) {
+			c.add(countAnomaly(k, o, m.last, depth, lo, hi, expirable))
 		}
 		m.lo, m.hi = depth, depth
 		m.renewed = append(m.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
@@ -174,11 +175,11 @@ func (r *reentrant) step(c *collector, k ownerKey, m *countModel, o *history.Ope
 	switch {
 	case left < 0:
 		if m.lo > 0 && !m.mayHaveExpired(o) {
-			c.add(countAnomaly(k, o, m.last, left, lo, hi))
+			c.add(countAnomaly(k, o, m.last, left, lo, hi, false))
 		}
 		left = 0
 	case left < lo || left > hi:
-		c.add(countAnomaly(k, o, m.last, left, lo, hi))
+		c.add(countAnomaly(k, o, m.last, left, lo, hi, false))
 	}
 	if left > 0 {
 		m.renewed = append(m.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
@@ -195,13 +196,16 @@ func sat(v, d int64) int64 {
 	return max(v+d, 0)
 }
 
-func countAnomaly(k ownerKey, o, prev *history.Operation, got, lo, hi int64) Anomaly {
+func countAnomaly(k ownerKey, o, prev *history.Operation, got, lo, hi int64, expirable bool) Anomaly {
 	a := Anomaly{
 		Kind: KindReentryCount, Class: ClassLostCount,
 		Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{k.key}, Leases: []string{o.Lease},
 		StartNS: o.Call, EndNS: o.Return,
 	}
-	if got > hi {
+	acquire := o.Op == history.Acquire || o.Op == history.NestedAcquire
+	// Above the range, or on a key that may have expired (a fresh count
+	// would be 1) anything above 1: an increment counted twice.
+	if got > hi || (acquire && expirable && got > 1) {
 		a.Class = ClassDoubleCount
 	}
 	want := fmt.Sprintf("%d", lo)
@@ -211,19 +215,23 @@ func countAnomaly(k ownerKey, o, prev *history.Operation, got, lo, hi int64) Ano
 	case hi != lo:
 		want = fmt.Sprintf("%d to %d", lo, hi)
 	}
+	if acquire && expirable {
+		want += " (or 1 on a key that expired)"
+	}
 	what := fmt.Sprintf("reported a hold count of %d", got)
+	if !acquire {
+		what = fmt.Sprintf("left a hold count of %d", got)
+		want += " left"
+	}
 	if got < 0 {
-		what = "found the key no longer held by its owner"
+		what = "found the key no longer held by its owner, although it could not have expired"
 	}
 	after := ""
 	if prev != nil {
-		after = fmt.Sprintf(" after its %s at %s", prev.Op, fmtTime(prev.Return))
+		after = fmt.Sprintf(" (after its %s at %s)", prev.Op, fmtTime(prev.Return))
 	}
-	a.Detail = fmt.Sprintf("owner %s's %s of %s at %s %s%s; its own nesting allows %s",
-		k.owner, o.Op, k.key, fmtTime(o.Return), what, after, want)
-	if a.Class == ClassLostCount {
-		a.Detail += ", and the key could not have expired"
-	}
+	a.Detail = fmt.Sprintf("owner %s's %s of %s at %s%s %s; its own nesting calls for %s",
+		k.owner, o.Op, k.key, fmtTime(o.Return), after, what, want)
 	return a
 }
 

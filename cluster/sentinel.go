@@ -218,7 +218,7 @@ func (s *SentinelTopology) upstream(i int, src net.IP) (string, error) {
 	}
 	// By name, not by the list of nodes: a replica dials its master while
 	// it starts, before StartNode has added it.
-	for j := range s.fronts {
+	for j := 0; j < 1+sentinelReplicas; j++ {
 		if j != i && src != nil && src.String() == sourceIP(j) {
 			p, err := s.net.Route(nodeName(j), nodes[i].Addr())
 			if err != nil {

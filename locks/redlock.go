@@ -10,36 +10,42 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redlockLock is Redlock as published (https://redis.io/docs/manual/patterns/distributed-locks/),
-// the answer seeds 001 (Redisson's RedLock) and 002 give to the single point
-// of failure of a one-node lock: N independent masters, no replication.
+// redlockLock is Redlock as published (redis.io, "Distributed Locks with
+// Redis"), the answer seeds 001 (Redisson's RedLock) and 002 give to the
+// single point of failure of a one-node lock: N independent masters, no
+// replication.
 //
 // An attempt writes the same key and one random token (fresh for each
-// attempt) to every master in parallel with SET NX PX ttl, each under a per-node timeout much smaller
-// than the TTL, so a dead node costs a few milliseconds and not the lease.
-// It succeeds only when a majority (N/2+1) said OK and the lease still has
-// time left once the attempt and the clock drift are paid for: validity =
-// TTL - elapsed - drift, drift = 1% of the TTL + 2 ms. A failed attempt is
-// undone on every node (a SET whose reply was lost may still have landed),
-// then retried after a random delay, within Config.Wait.
+// attempt) to every master in parallel with SET NX PX ttl, each under a
+// per-node timeout much smaller than the TTL, so a dead node costs
+// milliseconds and not the lease. It succeeds only when a majority (N/2+1)
+// said OK and the lease still has time left once the attempt and the clock
+// drift are paid for: validity = TTL - elapsed - drift, drift = 1% of the TTL
+// + 2 ms, returned as Lease.Validity. A lost attempt is undone on every node
+// (a SET whose reply was lost may still have landed), then retried after a
+// random delay, within Config.Wait.
 //
 // Release runs compare-and-delete on every node, also those whose SET failed
-// or timed out: seed 002's "加锁失败" case, a node whose SET succeeded but
-// whose acknowledgement was lost keeps the key until its TTL otherwise, and
-// refuses every other client until then.
+// or timed out: seed 002's "加锁失败" case, where a node ran the SET but its
+// acknowledgement was lost, would otherwise keep the key and refuse every
+// other client until its TTL. A node that does not answer an unlock is asked
+// again in the background until it does or the key has expired.
 //
 // It exists to show what a quorum does and does not buy. It survives a
-// minority of masters down, partitioned or slow, and a lost acknowledgement
-// on one node. It breaks when a node forgets a key it acknowledged while the
-// lease still runs: a restart without persistence (seed 002's "重启问题"), or
-// a clock that jumps forward and expires the key early (with a partition, so
-// that the holder had no key to spare); and, like every lease, when the
-// holder pauses after acquiring.
+// minority of masters down, restarted after the TTL, partitioned or slow
+// (slower: every client cut from a minority splits the bare majority left
+// among contenders), and a lost acknowledgement on one node. It breaks when
+// a master forgets a key it acknowledged while the lease still runs: a
+// restart without persistence (seed 002's "重启问题"), or a clock that jumps
+// forward and expires the key early, together with a partition that left the
+// holder no key to spare; and, like every lease, when the holder pauses
+// after acquiring.
 //
 // With watchdog set it is Redisson's RedLock with its watchdog: the lease is
 // extended every TTL/3 on every node, and counts as extended only when a
 // majority extended it within the lease's current validity. Long work then
-// survives; a stop-the-world pause still stops the watchdog with the work.
+// survives; a restart-empty master and a stop-the-world pause (which stops
+// the watchdog with the work) still break it.
 type redlockLock struct {
 	cfg      Config
 	watchdog bool

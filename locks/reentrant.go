@@ -228,9 +228,14 @@ func (l *reentrantLock) Acquire(ctx context.Context, key string) (*Lease, error)
 		if remaining <= 0 {
 			return nil, ErrNotAcquired
 		}
-		wait := remaining
+		// The holder's key expires within its pttl even if no release
+		// ever wakes us; 0 or less means it is about to go.
+		wait := min(remaining, l.cfg.retryDelay())
 		if v > 0 {
-			wait = min(wait, time.Duration(v)*time.Millisecond)
+			wait = min(remaining, time.Duration(v)*time.Millisecond)
+		}
+		if err := l.cfg.Hooks.step(ctx, "wait"); err != nil {
+			return nil, err
 		}
 		if l.blpop {
 			err = l.popNotification(ctx, key, wait)
@@ -280,9 +285,6 @@ func (l *reentrantLock) granted(ctx context.Context, key string, count int64) *L
 // subscribe returns a subscription to key's channel once Redis confirmed
 // it, or nil (the waiter then polls) when that fails within wait.
 func (l *reentrantLock) subscribe(ctx context.Context, key string, wait time.Duration) *redis.PubSub {
-	if err := l.cfg.Hooks.step(ctx, "subscribe"); err != nil {
-		return nil
-	}
 	ps := l.cfg.Nodes[0].Subscribe(ctx, notifyKey(key))
 	if _, err := ps.ReceiveTimeout(ctx, wait); err != nil {
 		_ = ps.Close()
@@ -314,9 +316,6 @@ func (l *reentrantLock) awaitMessage(ctx context.Context, sub **redis.PubSub, d 
 // whole seconds in go-redis, so the wait is cut at d by the context: a
 // timed-out connection is dropped, which also ends the BLPOP on the server.
 func (l *reentrantLock) popNotification(ctx context.Context, key string, d time.Duration) error {
-	if err := l.cfg.Hooks.step(ctx, "blpop"); err != nil {
-		return err
-	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	secs := max(time.Second, d.Truncate(time.Second)+time.Second)

@@ -41,14 +41,16 @@ func masterWithReplica(t *testing.T) (replica *cluster.Node, master, rep *redis.
 	master = redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	rep = redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { master.Close(); rep.Close() })
+	// Linked up and acknowledging: a write is acknowledged within 100ms.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		info, _ := rep.Info(ctx, "replication").Result()
-		if strings.Contains(info, "master_link_status:up") {
+		master.Set(ctx, "probe", "1", 0)
+		if n, _ := master.Wait(ctx, 1, 100*time.Millisecond).Result(); n == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replica never linked up: %s", info)
+			info, _ := rep.Info(ctx, "replication").Result()
+			t.Fatalf("replica never acknowledged a write: %s", info)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -39,8 +39,9 @@ func needSentinel(t *Target) (cluster.FailoverTopology, error) {
 //     master fails a little later, so every lock taken in between is
 //     missing on the replica that wins;
 //   - sentinel-failover: SENTINEL FAILOVER promotes a replica while the old
-//     master still serves clients that have not heard of the switch; what
-//     they write there is lost when it becomes a replica.
+//     master still serves clients that have not heard of the switch, and
+//     the other replica, not yet re-pointed, still acknowledges what they
+//     write there; all of it is lost when both follow the new master.
 //
 // At heal, once every Sentinel agrees on the new master, the old master
 // comes back (resumed or restarted with its persistence) as a replica of it,

@@ -60,7 +60,7 @@ type Stock struct {
 	opts StockOptions
 
 	mu     sync.Mutex
-	rounds map[string]int64 // current sale of each item
+	rounds map[int]int64 // current sale of each item
 }
 
 // NewStock returns the stock workload.
@@ -77,7 +77,7 @@ func NewStock(opts StockOptions) (*Stock, error) {
 	if opts.Users == 0 {
 		opts.Users = 2 * opts.Units
 	}
-	return &Stock{opts: opts, rounds: map[string]int64{}}, nil
+	return &Stock{opts: opts, rounds: map[int]int64{}}, nil
 }
 
 // Name implements Workload.
@@ -88,13 +88,14 @@ func (w *Stock) Name() string {
 	return "stock"
 }
 
-// StockKey and UsersKey name the Redis keys of sale round of item.
-func StockKey(item string, round int64) string { return fmt.Sprintf("sale:%s:%d:stock", item, round) }
+// StockKey names the stock of sale round of item i (the item lock key Key(i)
+// guards).
+func StockKey(i int, round int64) string { return fmt.Sprintf("sale:%d:%d:stock", i, round) }
 
 // UsersKey names the set of the users who bought in a sale.
-func UsersKey(item string, round int64) string { return fmt.Sprintf("sale:%s:%d:users", item, round) }
+func UsersKey(i int, round int64) string { return fmt.Sprintf("sale:%d:%d:users", i, round) }
 
-func (w *Stock) round(item string) int64 {
+func (w *Stock) round(item int) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.rounds[item]
@@ -102,7 +103,7 @@ func (w *Stock) round(item string) int64 {
 
 // Step implements Workload.
 func (w *Stock) Step(ctx context.Context, p *Process) error {
-	item := Key(p.Rand.Intn(w.opts.Keys))
+	item := p.Rand.Intn(w.opts.Keys)
 	user := int64(1 + p.Rand.Intn(w.opts.Users))
 	round := w.round(item)
 	var soldOut bool
@@ -127,7 +128,7 @@ func (w *Stock) Step(ctx context.Context, p *Process) error {
 }
 
 // buyLua is one atomic script, no lock.
-func (w *Stock) buyLua(ctx context.Context, p *Process, item string, round, user int64) (soldOut bool, err error) {
+func (w *Stock) buyLua(ctx context.Context, p *Process, item int, round, user int64) (soldOut bool, err error) {
 	if err := p.Gate.Step(ctx, "buy"); err != nil {
 		return false, err
 	}
@@ -153,11 +154,11 @@ func (w *Stock) buyLua(ctx context.Context, p *Process, item string, round, user
 }
 
 // buyLocked is the sale under the lock, one command at a time.
-func (w *Stock) buyLocked(ctx context.Context, p *Process, item string, round, user int64) (soldOut bool, err error) {
+func (w *Stock) buyLocked(ctx context.Context, p *Process, item int, round, user int64) (soldOut bool, err error) {
 	o := w.opts.MutexOptions
 	hold, overrun := drawHold(o, p)
 	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
-	lease, err := Acquire(ctx, p, item)
+	lease, err := Acquire(ctx, p, Key(item))
 	if err != nil || lease == nil {
 		return false, err
 	}
@@ -215,7 +216,7 @@ func (w *Stock) buyLocked(ctx context.Context, p *Process, item string, round, u
 // of its stock (recorded as restock, Value: units), then the harness moves
 // every buyer to it. SET NX makes racing starters harmless: a sale's stock
 // is written once.
-func (w *Stock) nextSale(ctx context.Context, p *Process, item string, round int64) error {
+func (w *Stock) nextSale(ctx context.Context, p *Process, item int, round int64) error {
 	if w.round(item) != round {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/nemesis"
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit codes, as in DESIGN.md.
@@ -32,8 +33,16 @@ const (
 )
 
 func main() {
+	// go-redis logs every Sentinel master change of every client to stderr;
+	// the history records the switches, so its chatter only hides the
+	// status line.
+	redis.SetLogger(quiet{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 const usageText = `usage:
   torture run   --lock NAME [flags]     put a lock under concurrent clients and check the history
