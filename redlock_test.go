@@ -205,6 +205,36 @@ func TestRedlockPartitionMinority(t *testing.T) {
 	}
 }
 
+// TestRedlockWatchdogOverrun: work longer than the TTL (7/6 of it, one hold
+// in five) outlives a Redlock lease, and the extension on a majority every
+// TTL/3 (redlock-watchdog, renewals recorded as refreshes) covers it.
+func TestRedlockWatchdogOverrun(t *testing.T) {
+	needRedlockDeps(t, false)
+	o := redlockOptions("redlock", 3, 3)
+	o.Overrun = 0.2
+	res := runRedlock(t, o)
+	if redlockDoubleHolders(res)[checker.ClassLeaseOutlived] == 0 {
+		t.Errorf("redlock with work past the TTL: double holders %v, want one classed lease-outlived",
+			redlockDoubleHolders(res))
+	}
+	o.Lock = "redlock-watchdog"
+	res = runRedlock(t, o)
+	redlockValid(t, res)
+	h, err := history.Load(filepath.Join(res.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshed := 0
+	for _, e := range h.Events {
+		if e.Op == history.Refresh && e.Type == history.OK {
+			refreshed++
+		}
+	}
+	if refreshed == 0 {
+		t.Error("redlock-watchdog recorded no successful refresh")
+	}
+}
+
 // TestRedlockLostReply drops the replies of half the connections to one
 // master (seed 002's "加锁失败": the SET ran, its acknowledgement never came
 // back). After every release each master is inspected directly, not through

@@ -2,6 +2,7 @@ package locktorture_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -9,7 +10,19 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/redis/go-redis/v9"
 )
+
+// TestMain quiets go-redis, which logs every Sentinel master change of
+// every client; the history records the switches.
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
+	os.Exit(m.Run())
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // needRedis skips when redis-server is missing; .ci/run installs it, so in
 // CI every integration test runs.

@@ -118,6 +118,14 @@ func (b *builder) fault(name string, from, to float64) *builder {
 	return b
 }
 
+// faultOn is a fault aimed at one target ("c2" for client 2).
+func (b *builder) faultOn(name, target string, from, to float64) *builder {
+	b.events = append(b.events,
+		history.Event{Time: ms(from), Type: history.Info, Op: history.FaultStart, Fault: name, Target: target},
+		history.Event{Time: ms(to), Type: history.Info, Op: history.FaultHeal, Fault: name, Target: target})
+	return b
+}
+
 // build orders the events by time (completions before invocations at the
 // same instant, as a recorder would have them when a client moves on at
 // once) and validates them.

@@ -433,6 +433,43 @@ func TestStuckLockExcuses(t *testing.T) {
 	})
 }
 
+// TestLivenessFaultRules: an instant fault (a client crash) excuses no
+// stuck stretch after it, and a fault aimed at one client (a pause) makes
+// that client's failed acquire no evidence of a free lock.
+func TestLivenessFaultRules(t *testing.T) {
+	t.Run("crash-client does not excuse the lock it leaves stuck", func(t *testing.T) {
+		b := newBuilder(t, 100)
+		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).crash(1, 1, 10)
+		for at := 2.0; at < 500; at += 101 {
+			b.acquireFail(2, 2, at, at+100)
+		}
+		b.faultOn("crash-client", "c1 (at its next hold)", 10, 10)
+		b.faultOn("crash-client", "c2 (at its next attempt)", 200, 200)
+		r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+		checkAnomaly(t, r, want{kind: KindStuckLock, clients: []int{1, 2}, keys: []string{"lock:0"},
+			start: ms(10), end: ms(506)})
+	})
+	for _, tc := range []struct {
+		name   string
+		target string
+		want   int
+	}{
+		{"paused client saw nothing", "c2", 0},
+		{"another client paused", "c3", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t, 100)
+			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).release(1, 1, "a", 20, 21, true)
+			b.acquireFail(2, 2, 30, 130)
+			b.faultOn("pause-client", tc.target, 25, 135)
+			r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+			if got := r.Count[KindSpuriousFailure]; got != tc.want {
+				t.Fatalf("%d spurious failures, want %d: %s", got, tc.want, dump(r))
+			}
+		})
+	}
+}
+
 func TestLinearizableTimeoutIsUnknown(t *testing.T) {
 	h := genMutex(t, genOptions{clients: 8, ops: 4000, ttl: 100, seed: 3, refresh: true})
 	ctx, cancel := context.WithCancel(context.Background())

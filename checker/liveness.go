@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/history"
@@ -234,12 +236,15 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 		alive = append(alive, span{a.Call, until})
 	}
 	free := subtract([]span{{0, ix.end}}, union(alive))
+	blind := blindSpans(ix)
 	for _, i := range k.acquires {
 		o := &ix.ops[i]
 		if o.Status != history.Fail {
 			continue
 		}
-		s := longestWithin(free, o.Call, o.Return)
+		// While a fault held this very client (paused, slowed, cut off) it
+		// could not see the lock was free: that time proves nothing.
+		s := longestWithin(subtract(free, blind[o.Client]), o.Call, o.Return)
 		// A client that looked at the lock only now and then (its replies
 		// were slow) may have missed a free stretch shorter than two of its
 		// looks without anything being wrong.
@@ -262,4 +267,22 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 				o.Client, k.key, fmtTime(o.Call), fmtTime(o.Return), fmtTime(s.from), fmtTime(s.to)),
 		})
 	}
+}
+
+// blindSpans returns, per client, the windows of faults aimed at that client
+// alone (the schedule names them "c<N>" or "c<N> ..." in the target).
+func blindSpans(ix *index) map[int][]span {
+	out := map[int][]span{}
+	for _, w := range ix.faults {
+		name, _, _ := strings.Cut(w.Target, " ")
+		if len(name) < 2 || name[0] != 'c' {
+			continue
+		}
+		n, err := strconv.Atoi(name[1:])
+		if err != nil {
+			continue
+		}
+		out[n] = union(append(out[n], span{w.Start, w.End + 1}))
+	}
+	return out
 }
