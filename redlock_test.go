@@ -75,6 +75,11 @@ func runRedlock(t *testing.T, opts locktorture.Options) *locktorture.Result {
 	if opts.Nemesis != "" && redlockFaultStarts(t, res.Dir) == 0 {
 		t.Fatalf("%s: the nemesis %s never started", opts.Lock, opts.Nemesis)
 	}
+	// Every server the run started (restarted ones too, and those under
+	// env + libfaketime) is this process's child until Run stops it.
+	if out, err := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid())).Output(); err == nil && len(out) > 0 {
+		t.Errorf("processes left after the run: %s", out)
+	}
 	return res
 }
 

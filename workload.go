@@ -86,6 +86,15 @@ func WorkloadNames() []string {
 	return out
 }
 
+// WorkloadSummaries maps each workload to its one-line description.
+func WorkloadSummaries() map[string]string {
+	out := map[string]string{}
+	for n, w := range workloadSpecs() {
+		out[n] = w.Summary
+	}
+	return out
+}
+
 // checkersFor returns every checker that judges a history of workload name.
 func checkersFor(name string, lin checker.LinearizableOptions) *checker.Composite {
 	base := checker.ForMutex(checker.MutexOptions{Linearizable: lin}).Checkers()

@@ -324,13 +324,17 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "locks:")
 	for _, e := range locks.Builtin().Entries() {
-		fmt.Fprintf(stdout, "  %-18s %s\n", e.Name, e.Summary)
+		fmt.Fprintf(stdout, "  %-21s %s\n", e.Name, e.Summary)
 	}
 	fmt.Fprintln(stdout, "nemeses (--nemesis a,b,...):")
 	for _, e := range nemesis.Entries() {
-		fmt.Fprintf(stdout, "  %-18s %s\n", e.Name, e.Summary)
+		fmt.Fprintf(stdout, "  %-21s %s\n", e.Name, e.Summary)
 	}
-	fmt.Fprintf(stdout, "workloads (--workload): %s\n", strings.Join(locktorture.WorkloadNames(), ", "))
+	fmt.Fprintln(stdout, "workloads (--workload):")
+	sums := locktorture.WorkloadSummaries()
+	for _, n := range locktorture.WorkloadNames() {
+		fmt.Fprintf(stdout, "  %-21s %s\n", n, sums[n])
+	}
 	fmt.Fprintf(stdout, "topologies (--topology): %s\n", strings.Join(cluster.TopologyNames(), ", "))
 	return exitValid
 }
