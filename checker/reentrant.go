@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -87,7 +85,7 @@ func (r *reentrant) Check(_ context.Context, h *history.History) Result {
 		default:
 			continue
 		}
-		owner, _, _ := parseDepthToken(o.Lease)
+		owner, _, _ := history.ParseReentrantLease(o.Lease)
 		if owner == "" {
 			continue
 		}
@@ -154,7 +152,7 @@ func (r *reentrant) step(c *collector, k ownerKey, m *countModel, o *history.Ope
 		return false
 	}
 	if acquire {
-		_, depth, ok := parseDepthToken(o.Lease)
+		_, depth, ok := history.ParseReentrantLease(o.Lease)
 		if !ok {
 			return false
 		}
@@ -233,25 +231,4 @@ func countAnomaly(k ownerKey, o, prev *history.Operation, got, lo, hi int64, exp
 	a.Detail = fmt.Sprintf("owner %s's %s of %s at %s%s %s; its own nesting calls for %s",
 		k.owner, o.Op, k.key, fmtTime(o.Return), after, what, want)
 	return a
-}
-
-// parseDepthToken splits a reentrant lease token "<owner>#<n>/<depth>" (the
-// format of locks.ParseReentrantToken, repeated here so that checking a
-// history needs no lock code). Any other token is its own owner, without
-// a depth.
-func parseDepthToken(token string) (owner string, depth int64, ok bool) {
-	i := strings.LastIndex(token, "#")
-	if i < 0 {
-		return token, 0, false
-	}
-	rest := token[i+1:]
-	j := strings.IndexByte(rest, '/')
-	if j < 0 {
-		return token, 0, false
-	}
-	d, err := strconv.ParseInt(rest[j+1:], 10, 64)
-	if err != nil || d < 1 {
-		return token, 0, false
-	}
-	return token[:i], d, true
 }

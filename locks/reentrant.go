@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"github.com/locktorture/locktorture/history"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,30 +28,8 @@ type CountReleaser interface {
 // nested one, ...). An acquire whose outcome is unknown is recorded under
 // the bare owner (the harness records the last token a lock asked for, and
 // these locks ask for one token only, their owner id).
-const reentrantSep = "#"
-
 func reentrantToken(owner string, n int, depth int64) string {
-	return fmt.Sprintf("%s%s%d/%d", owner, reentrantSep, n, depth)
-}
-
-// ParseReentrantToken splits a reentrant lease token into its owner and the
-// depth the lock reported. A token without the separator (a bare owner, or
-// another lock's token) returns the whole token as owner and ok false.
-func ParseReentrantToken(token string) (owner string, depth int64, ok bool) {
-	i := strings.LastIndex(token, reentrantSep)
-	if i < 0 {
-		return token, 0, false
-	}
-	rest := token[i+len(reentrantSep):]
-	j := strings.IndexByte(rest, '/')
-	if j < 0 {
-		return token, 0, false
-	}
-	d, err := strconv.ParseInt(rest[j+1:], 10, 64)
-	if err != nil || d < 1 {
-		return token, 0, false
-	}
-	return token[:i], d, true
+	return history.ReentrantLease(owner, int64(n), depth)
 }
 
 // reentrantScripts is one layout of the owner/count hash and its way of

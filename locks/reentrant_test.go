@@ -3,6 +3,7 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"github.com/locktorture/locktorture/history"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestReentrant(t *testing.T) {
 				if err != nil {
 					t.Fatalf("acquire depth %d: %v", want, err)
 				}
-				owner, depth, ok := locks.ParseReentrantToken(l.Token)
+				owner, depth, ok := history.ParseReentrantLease(l.Token)
 				if !ok || depth != want || owner == "" {
 					t.Fatalf("token %q: owner %q depth %d ok %v, want depth %d", l.Token, owner, depth, ok, want)
 				}

@@ -138,7 +138,7 @@ func nestedAcquire(ctx context.Context, p *Process, key string) (*locks.Lease, e
 	switch t {
 	case history.OK:
 		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
-		if _, d, ok := locks.ParseReentrantToken(lease.Token); ok {
+		if _, d, ok := history.ParseReentrantLease(lease.Token); ok {
 			with.Value = history.Int64(d)
 		}
 	case history.Unknown:
