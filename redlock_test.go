@@ -493,7 +493,11 @@ func TestMeasureRedlock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, fmt.Sprintf("seed %d scope %q: %d acquired, %s %v", s, scope, res.Stats.Acquired, res.Verdict, res.Report.Count))
+			what := "no fault"
+			if scope != "" {
+				what = "partition-minority, " + scope + " client(s) cut"
+			}
+			out = append(out, fmt.Sprintf("seed %d %s: %d acquired, %s %v", s, what, res.Stats.Acquired, res.Verdict, res.Report.Count))
 		}
 	}
 	t.Logf("partition-minority vs no fault, 20 s each, 5 masters, 3 clients:\n  %s", redlockLines(out))
