@@ -164,15 +164,26 @@ func (m *Mutex) work(ctx context.Context, p *Process, key string, hold time.Dura
 // error) when the lock was not acquired or the outcome is unknown, and an
 // error only when the process died.
 func Acquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) {
+	return acquire(ctx, p, key, history.Acquire)
+}
+
+// acquire records an acquire, or a nested-acquire by a process that already
+// holds key (whose invocation names the owner the lock last asked a token
+// for). A reentrant lease's depth goes into the completion's Value.
+func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks.Lease, error) {
 	r := p.r
-	inv := p.Invoke(history.Event{Op: history.Acquire, Key: key, TTLMillis: r.cfg.TTL.Milliseconds()})
+	ttl := r.cfg.TTL.Milliseconds()
+	in := history.Event{Op: op, Key: key, TTLMillis: ttl}
+	if op != history.Acquire {
+		in.Lease = p.LastToken()
+	}
+	inv := p.Invoke(in)
 	p.attempts.Store(0)
 	p.sent.Store(0)
 	lease, err := p.Lock.Acquire(ctx, key)
 	r.stats.Ops.Add(1)
 	if died(err) {
-		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error(),
-			Lease: p.LastToken(), TTLMillis: r.cfg.TTL.Milliseconds()})
+		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error(), Lease: p.LastToken(), TTLMillis: ttl})
 		return nil, err
 	}
 	t := Outcome(err)
@@ -181,10 +192,15 @@ func Acquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) 
 	case history.OK:
 		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
 		with.Sent = p.sent.Load()
-		r.stats.Acquired.Add(1)
-		r.hold(key, lease.Token, p.Client)
+		if _, d, ok := history.ParseReentrantLease(lease.Token); ok {
+			with.Value = history.Int64(d)
+		}
+		if op == history.Acquire {
+			r.stats.Acquired.Add(1)
+			r.hold(key, lease.Token, p.Client)
+		}
 	case history.Unknown:
-		with.Lease, with.TTLMillis = p.LastToken(), r.cfg.TTL.Milliseconds()
+		with.Lease, with.TTLMillis = p.LastToken(), ttl
 		r.stats.Unknown.Add(1)
 	default:
 		r.stats.AcquireFailed.Add(1)

@@ -118,38 +118,10 @@ func (w *Reentrant) Step(ctx context.Context, p *Process) error {
 }
 
 // nestedAcquire takes key again for a process that holds it and records it
-// as nested-acquire: the invocation names the owner the lock last asked a
-// token for, the completion the lease handed out. Like Acquire it returns a
-// nil lease when not acquired or unknown, and an error only when the
-// process died.
+// as nested-acquire. Like Acquire it returns a nil lease when not acquired
+// or unknown, and an error only when the process died.
 func nestedAcquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) {
-	r := p.r
-	ttl := r.cfg.TTL.Milliseconds()
-	inv := p.Invoke(history.Event{Op: history.NestedAcquire, Key: key, Lease: p.LastToken(), TTLMillis: ttl})
-	p.attempts.Store(0)
-	lease, err := p.Lock.Acquire(ctx, key)
-	r.stats.Ops.Add(1)
-	if died(err) {
-		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error(), Lease: p.LastToken(), TTLMillis: ttl})
-		return nil, err
-	}
-	t := Outcome(err)
-	with := history.Event{Error: errText(err), Attempts: int(p.attempts.Load())}
-	switch t {
-	case history.OK:
-		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
-		if _, d, ok := history.ParseReentrantLease(lease.Token); ok {
-			with.Value = history.Int64(d)
-		}
-	case history.Unknown:
-		with.Lease, with.TTLMillis = p.LastToken(), ttl
-		r.stats.Unknown.Add(1)
-	}
-	p.Complete(inv, t, with)
-	if t != history.OK {
-		return nil, nil
-	}
-	return lease, nil
+	return acquire(ctx, p, key, history.NestedAcquire)
 }
 
 // countedRelease releases lease and records op (release or nested-release)
