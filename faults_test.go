@@ -30,13 +30,9 @@ func faulty(lock, fault string, seed int64) locktorture.Options {
 func TestFaults(t *testing.T) {
 	needRedis(t)
 	cases := []struct {
-		name    string
-		opts    func() locktorture.Options
-		verdict checker.Verdict
-		want    []checker.Kind
-		absent  []checker.Kind
-		class   checker.Class
-		anyOf   []checker.Kind // at least one of these
+		name string
+		opts func() locktorture.Options
+		expect
 	}{
 		{
 			name: "token, client paused past its TTL",
@@ -47,7 +43,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.HoldMin, o.HoldMax, o.Think = 2, 50*time.Millisecond, 150*time.Millisecond, 30*time.Millisecond
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassLeaseOutlived,
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassLeaseOutlived},
 		},
 		{
 			name: "watchdog, client paused: its watchdog stops with it",
@@ -58,7 +54,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.HoldMin, o.HoldMax, o.Think = 2, 50*time.Millisecond, 150*time.Millisecond, 30*time.Millisecond
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder},
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}},
 		},
 		{
 			name: "watchdog, holder partitioned while its work goes on",
@@ -70,7 +66,7 @@ func TestFaults(t *testing.T) {
 				o.RedisTimeout = 500 * time.Millisecond
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder},
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}},
 		},
 		{
 			name: "setnx-expire, client crashes between SETNX and PEXPIRE",
@@ -79,7 +75,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.NemesisInterval = 3, 500*time.Millisecond
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindStuckLock},
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindStuckLock}},
 		},
 		{
 			name: "token, client crashes: the TTL frees its lock",
@@ -88,7 +84,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.NemesisInterval = 3, 500*time.Millisecond
 				return o
 			},
-			verdict: checker.Valid,
+			expect: expect{verdict: checker.Valid},
 		},
 		{
 			name: "token, acquire reply later than the TTL",
@@ -97,7 +93,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.HoldMin, o.HoldMax, o.Think = 2, 50*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder},
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}},
 		},
 		{
 			name: "token-validity refuses the late lease",
@@ -106,7 +102,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.HoldMin, o.HoldMax, o.Think = 2, 50*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 				return o
 			},
-			absent: []checker.Kind{checker.KindDoubleHolder},
+			expect: expect{absent: []checker.Kind{checker.KindDoubleHolder}},
 		},
 		{
 			name: "set-px, lost replies replayed by go-redis retries",
@@ -117,8 +113,7 @@ func TestFaults(t *testing.T) {
 				o.Clients, o.RedisTimeout, o.Wait, o.Think, o.Duration = 3, 100*time.Millisecond, 150*time.Millisecond, 50*time.Millisecond, 8*time.Second
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindSpuriousFailure},
-			anyOf: []checker.Kind{checker.KindForeignRelease, checker.KindDoubleHolder},
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindSpuriousFailure}, anyOf: []checker.Kind{checker.KindForeignRelease, checker.KindDoubleHolder}},
 		},
 		{
 			name: "token, redis restarts without persistence",
@@ -128,7 +123,7 @@ func TestFaults(t *testing.T) {
 				o.Persistence, o.RedisTimeout = cluster.PersistNone, 200*time.Millisecond
 				return o
 			},
-			verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease,
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
 		},
 		{
 			name: "token, redis restarts with AOF fsync always",
@@ -138,40 +133,14 @@ func TestFaults(t *testing.T) {
 				o.Persistence, o.RedisTimeout = cluster.PersistAlways, 200*time.Millisecond
 				return o
 			},
-			verdict: checker.Valid,
+			expect: expect{verdict: checker.Valid},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, tc.opts())
-			if tc.verdict != "" && res.Verdict != tc.verdict {
-				t.Errorf("verdict %s, want %s; anomalies: %v", res.Verdict, tc.verdict, describe(res))
-			}
-			for _, k := range tc.want {
-				if count(res, k) == 0 {
-					t.Errorf("no %s anomaly; counts %v", k, res.Report.Count)
-				}
-			}
-			for _, k := range tc.absent {
-				if n := count(res, k); n > 0 {
-					t.Errorf("%d %s anomalies, want none: %v", n, k, describe(res))
-				}
-			}
-			if len(tc.anyOf) > 0 {
-				n := 0
-				for _, k := range tc.anyOf {
-					n += count(res, k)
-				}
-				if n == 0 {
-					t.Errorf("none of %v; counts %v", tc.anyOf, res.Report.Count)
-				}
-			}
-			if tc.class != "" && classes(res, checker.KindDoubleHolder)[tc.class] == 0 {
-				t.Errorf("no double-holder classed %s: %v", tc.class, classes(res, checker.KindDoubleHolder))
-			}
-			if res.Report != nil && len(res.Report.Results) > 0 && tc.opts().Nemesis != "" {
-				assertHealed(t, res.Dir)
-			}
+			tc.check(t, res)
+			assertHealed(t, res.Dir)
 		})
 	}
 }
