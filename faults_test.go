@@ -1,7 +1,6 @@
 package locktorture_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
 )
 
 // faulty returns options for a short run under one fault.
@@ -159,23 +159,12 @@ func TestFaults(t *testing.T) {
 // assertHealed checks that every fault the history started was healed.
 func assertHealed(t *testing.T, dir string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	open := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e struct{ Op string }
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
-		}
+	for _, e := range loadHistory(t, dir).Infos() {
 		switch e.Op {
-		case "fault-start":
+		case history.FaultStart:
 			open++
-		case "fault-heal":
+		case history.FaultHeal:
 			open--
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -175,6 +177,16 @@ func TestSingleNodeLocks(t *testing.T) {
 			tc.check(t, run(t, tc.opts()))
 		})
 	}
+}
+
+// loadHistory reads and validates a run's history.jsonl, as torture check does.
+func loadHistory(t *testing.T, dir string) *history.History {
+	t.Helper()
+	h, err := history.Load(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func describe(res *locktorture.Result) string {

@@ -1,16 +1,13 @@
 package locktorture_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
 )
 
 // runWorkload runs opts and fails the test on a harness error. Unlike run,
@@ -43,21 +40,9 @@ func checkerStats(res *locktorture.Result, name string) map[string]int64 {
 // historyOps reads the run's history and calls fn on every completion.
 func historyOps(t *testing.T, dir string, fn func(op, typ string, value *int64, fence int64)) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Op, Type string
-			Value    *int64
-			Fence    int64
-		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Type != "invoke" {
-			fn(e.Op, e.Type, e.Value, e.Fence)
+	for _, e := range loadHistory(t, dir).Events {
+		if e.Type != history.Invoke {
+			fn(string(e.Op), string(e.Type), e.Value, e.Fence)
 		}
 	}
 }
@@ -242,30 +227,10 @@ func TestFencedFailover(t *testing.T) {
 	// Independently of the checker, by brute force: an ok acquire whose
 	// token is no higher than one an acquire had returned before it began.
 	type acq struct{ call, ret, fence int64 }
-	calls := map[int64]int64{}
 	var acqs []acq
-	f, err := os.Open(filepath.Join(res.Dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e struct {
-			ID, T, Fence int64
-			Op, Type     string
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Op != "acquire" {
-			continue
-		}
-		switch e.Type {
-		case "invoke":
-			calls[e.ID] = e.T
-		case "ok":
-			if e.Fence > 0 {
-				acqs = append(acqs, acq{calls[e.ID], e.T, e.Fence})
-			}
+	for _, o := range loadHistory(t, res.Dir).Operations() {
+		if o.Op == history.Acquire && o.Status == history.OK && o.Fence > 0 {
+			acqs = append(acqs, acq{o.Call, o.Return, o.Fence})
 		}
 	}
 	backwards := 0
