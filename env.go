@@ -7,38 +7,56 @@ import (
 	"net"
 	"sync"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/workloads"
-	"github.com/redis/go-redis/v9"
 )
 
 // env is what a run stands on: the proxies and the Redis topology.
 type env struct {
 	net  *cluster.Network
 	topo cluster.Topology
+	be   cluster.Backend // nil: local processes, owned by the topology
+	logf func(format string, args ...any)
 	once sync.Once
 }
 
-func startEnv(ctx context.Context, opts Options, entry locks.Entry, faults []nemesis.Fault) (*env, error) {
+func startEnv(ctx context.Context, opts Options, pl plan, faults []nemesis.Fault) (*env, error) {
 	local := cluster.Options{RedisServer: opts.RedisServer, Persistence: opts.Persistence}
 	if err := nemesis.Prepare(faults, &local); err != nil {
 		return nil, err
 	}
-	netw, err := cluster.StartNetwork(ctx, opts.Toxiproxy)
+	be, err := startBackend(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	topo, err := cluster.StartTopology(ctx, opts.Topology, cluster.TopologyOptions{
-		Local: local, Network: netw, Nodes: opts.Nodes,
+	local.Backend = be
+	nodes := opts.Nodes
+	if opts.Backend == BackendExternal && nodes == 0 {
+		nodes = len(opts.Redis)
+	}
+	netw, err := cluster.StartNetwork(ctx, opts.Toxiproxy)
+	if err != nil {
+		closeBackend(be)
+		return nil, err
+	}
+	topo, err := pl.topology.Start(ctx, cluster.TopologyOptions{
+		Local: local, Network: netw, Nodes: nodes,
 	})
 	if err != nil {
 		netw.Close()
+		closeBackend(be)
 		return nil, err
 	}
-	e := &env{net: netw, topo: topo}
-	if err := checkLockNodes(topo, opts, entry); err != nil {
+	e := &env{net: netw, topo: topo, be: be, logf: opts.Logf}
+	if err := checkBackend(be, opts.Topology); err != nil {
+		e.close()
+		return nil, err
+	}
+	if err := checkLockNodes(topo, opts, pl.lock); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -69,16 +87,22 @@ func checkLockNodes(topo cluster.Topology, opts Options, entry locks.Entry) erro
 	for _, n := range nodes {
 		_ = n.Close()
 	}
-	if len(nodes) < entry.Nodes {
+	if len(nodes) < entry.Masters() {
 		return usage("lock %s needs %d independent masters, topology %s gives %d (use --topology redlock --nodes N)",
-			opts.Lock, entry.Nodes, opts.Topology, len(nodes))
+			opts.Lock, entry.Masters(), opts.Topology, len(nodes))
 	}
 	return nil
 }
 
 func (e *env) close() {
 	e.once.Do(func() {
-		e.topo.Close()
+		// A user's server gives up the run's keys here: say if it did not.
+		if err := e.topo.Close(); err != nil {
+			e.logf("stop topology: %v", err)
+		}
+		if err := closeBackend(e.be); err != nil {
+			e.logf("%v", err)
+		}
 		e.net.Close()
 	})
 }
@@ -95,20 +119,41 @@ func (e *env) connector(opts Options) func(int, *workloads.Gate) ([]redis.Univer
 		}
 	}
 	return func(client int, gate *workloads.Gate) ([]redis.UniversalClient, error) {
-		dial := e.net.Dialer(nemesis.ClientName(client))
-		gated := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return gate.Conn(c), nil
-		}
-		nodes, err := e.topo.Connect(gated, tune)
+		nodes, err := e.topo.Connect(e.dialer(client, gate), tune)
 		if err != nil {
 			return nil, fmt.Errorf("connect client %d: %w", client, err)
 		}
 		return nodes, nil
 	}
+}
+
+// dialer dials for one process: through its client's proxies, then its gate.
+// Its go-redis clients and a lock library's own connections both use it.
+func (e *env) dialer(client int, gate *workloads.Gate) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := e.net.Dialer(nemesis.ClientName(client))
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return gate.Conn(c), nil
+	}
+}
+
+// lockAddrs are the masters a lock library dials itself (locks.Config.Addrs):
+// every node of the independent-master topologies; none on sentinel, whose
+// master moves.
+func (e *env) lockAddrs() []string {
+	switch e.topo.(type) {
+	case *cluster.Masters, *cluster.Redlock:
+	default:
+		return nil
+	}
+	var out []string
+	for _, n := range e.topo.Nodes() {
+		out = append(out, n.Addr())
+	}
+	return out
 }
 
 // clientSet lets client faults reach the runner's live processes.

@@ -21,11 +21,11 @@ import (
 // faulty returns options for a short run under one fault.
 func faulty(lock, fault string, seed int64) locktorture.Options {
 	o := short(lock, seed)
-	o.Nemesis, o.NemesisInterval, o.Duration = fault, time.Second, 6*time.Second
+	o.Faults, o.NemesisInterval, o.Duration = locktorture.ParseList(fault), time.Second, 6*time.Second
 	return o
 }
 
-// TestFaults shows, for each fault of DESIGN.md's table, the lock it breaks
+// TestFaults shows, for each fault of the README's fault table, the lock it breaks
 // and the lock that survives it, with the anomaly kind asserted.
 func TestFaults(t *testing.T) {
 	needRedis(t)
@@ -221,7 +221,7 @@ func TestNothingLeftBehind(t *testing.T) {
 	t.Run("every fault", func(t *testing.T) {
 		before := listeners(t)
 		o := short("watchdog", 9)
-		o.Nemesis = "latency,partition,lost-reply,pause-redis,crash-redis,pause-client,crash-client"
+		o.Faults = locktorture.ParseList("latency,partition,lost-reply,pause-redis,crash-redis,pause-client,crash-client")
 		o.NemesisInterval, o.Duration, o.RedisTimeout = 300*time.Millisecond, 5*time.Second, 200*time.Millisecond
 		res := run(t, o)
 		assertHealed(t, res.Dir)

@@ -56,7 +56,7 @@ func redlockOptions(lock string, nodes int, seed int64) locktorture.Options {
 func restartOptions(nemesis string, nodes int, seed int64) locktorture.Options {
 	o := redlockOptions("redlock", nodes, seed)
 	o.TTL, o.HoldMin, o.HoldMax = 500*time.Millisecond, 150*time.Millisecond, 350*time.Millisecond
-	o.Nemesis, o.NemesisInterval, o.NemesisDuration = nemesis, 50*time.Millisecond, time.Millisecond
+	o.Faults, o.NemesisInterval, o.NemesisDuration = locktorture.ParseList(nemesis), 50*time.Millisecond, time.Millisecond
 	return o
 }
 
@@ -65,15 +65,15 @@ func runRedlock(t *testing.T, opts locktorture.Options) *locktorture.Result {
 	opts.OutDir = t.TempDir()
 	res, err := locktorture.Run(context.Background(), opts)
 	if err != nil {
-		t.Fatalf("run %s under %q: %v", opts.Lock, opts.Nemesis, err)
+		t.Fatalf("run %s under %q: %v", opts.Lock, opts.Faults, err)
 	}
-	t.Logf("%s under %q: %d acquired, %d failed, %d unknown; verdict %s, counts %v", opts.Lock, opts.Nemesis,
+	t.Logf("%s under %q: %d acquired, %d failed, %d unknown; verdict %s, counts %v", opts.Lock, opts.Faults,
 		res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown, res.Verdict, res.Report.Count)
 	if res.Stats.Acquired == 0 {
 		t.Fatalf("%s: no acquire succeeded; the run shows nothing", opts.Lock)
 	}
-	if opts.Nemesis != "" && redlockFaultStarts(t, res.Dir) == 0 {
-		t.Fatalf("%s: the nemesis %s never started", opts.Lock, opts.Nemesis)
+	if len(opts.Faults) > 0 && redlockFaultStarts(t, res.Dir) == 0 {
+		t.Fatalf("%s: the nemesis %s never started", opts.Lock, opts.Faults)
 	}
 	// Every server the run started (restarted ones too, and those under
 	// env + libfaketime) is this process's child until Run stops it.
@@ -164,7 +164,7 @@ func TestRedlockRestart(t *testing.T) {
 func clockPartitionOptions(seed int64) locktorture.Options {
 	o := redlockOptions("redlock", 3, seed)
 	o.Clients, o.HoldMin, o.HoldMax, o.Think = 3, 50*time.Millisecond, 150*time.Millisecond, 150*time.Millisecond
-	o.Nemesis, o.NemesisDuration = "clock-jump-partition", 1500*time.Millisecond
+	o.Faults, o.NemesisDuration = []string{"clock-jump-partition"}, 1500*time.Millisecond
 	return o
 }
 
@@ -184,7 +184,7 @@ func TestRedlockClockJump(t *testing.T) {
 	})
 	t.Run("token on one node", func(t *testing.T) {
 		o := redlockOptions("token", 0, 3)
-		o.Topology, o.Nemesis = "single", "clock-jump"
+		o.Topology, o.Faults = "single", []string{"clock-jump"}
 		res := runRedlock(t, o)
 		redlockWithinLease(t, res)
 	})
@@ -201,7 +201,7 @@ func TestRedlockPartitionMinority(t *testing.T) {
 	calm := runRedlock(t, base)
 	redlockValid(t, calm)
 	cut := base
-	cut.Nemesis, cut.NemesisDuration = "partition-minority", 600*time.Millisecond
+	cut.Faults, cut.NemesisDuration = []string{"partition-minority"}, 600*time.Millisecond
 	cut.NemesisOptions.PartitionClients = "all"
 	res := runRedlock(t, cut)
 	redlockValid(t, res)
@@ -253,7 +253,7 @@ func TestRedlockLostReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := redlockOptions("redlock-inspected", 3, 5)
-	o.Locks, o.Nemesis, o.NemesisDuration = reg, "lost-reply", time.Second
+	o.Registries.Locks, o.Faults, o.NemesisDuration = reg, []string{"lost-reply"}, time.Second
 	res := runRedlock(t, o)
 	for _, a := range res.Report.Anomalies {
 		if a.Kind == checker.KindDoubleHolder || a.Kind == checker.KindNonlinearizable {
@@ -386,7 +386,7 @@ func TestRedlockFaultsNeedMasters(t *testing.T) {
 		{"redlock", "redlock", "partition-minority"}, // --nodes 2
 	} {
 		o := redlockOptions(tc.lock, 0, 1)
-		o.Topology, o.Nemesis, o.Duration, o.OutDir = tc.topology, tc.nemesis, time.Second, t.TempDir()
+		o.Topology, o.Faults, o.Duration, o.OutDir = tc.topology, locktorture.ParseList(tc.nemesis), time.Second, t.TempDir()
 		if tc.topology == "redlock" {
 			o.Nodes = 2
 		}
@@ -450,7 +450,7 @@ func TestMeasureRedlock(t *testing.T) {
 		{"redlock clock-jump-partition, 3 masters (the test's settings)", clockPartitionOptions},
 		{"token clock-jump, 1 node (the test's settings)", func(s int64) locktorture.Options {
 			o := redlockOptions("token", 0, s)
-			o.Topology, o.Nemesis = "single", "clock-jump"
+			o.Topology, o.Faults = "single", []string{"clock-jump"}
 			return o
 		}},
 	}
@@ -485,7 +485,7 @@ func TestMeasureRedlock(t *testing.T) {
 			o := redlockOptions("redlock", 5, int64(s))
 			o.Clients = 3
 			if scope != "" {
-				o.Nemesis, o.NemesisDuration, o.NemesisOptions.PartitionClients = "partition-minority", 600*time.Millisecond, scope
+				o.Faults, o.NemesisDuration, o.NemesisOptions.PartitionClients = []string{"partition-minority"}, 600*time.Millisecond, scope
 			}
 			o.Duration = 20 * time.Second
 			o.OutDir = filepath.Join(os.TempDir(), "locktorture-measure")

@@ -22,7 +22,7 @@ import (
 // that took the key (the checker dates a lease from the invocation).
 func lossyRun(lock string, seed int64) locktorture.Options {
 	return locktorture.Options{
-		Lock: lock, Topology: "sentinel", Nemesis: "failover-lossy", NemesisInterval: 6 * time.Second,
+		Lock: lock, Topology: "sentinel", Faults: []string{"failover-lossy"}, NemesisInterval: 6 * time.Second,
 		Clients: 10, Keys: 4, Duration: 30 * time.Second, TTL: 12 * time.Second,
 		HoldMin: 7 * time.Second, HoldMax: 10 * time.Second, Wait: time.Second, Seed: seed,
 		CheckTimeout: 30 * time.Second,
@@ -43,7 +43,7 @@ func runSentinel(t *testing.T, opts locktorture.Options) *locktorture.Result {
 func logRun(t *testing.T, opts locktorture.Options, res *locktorture.Result) {
 	t.Helper()
 	t.Logf("%s/%s seed %d: %d acquired, %d failed, %d unknown, %d master switches, verdict %s, counts %v",
-		opts.Lock, opts.Nemesis, opts.Seed, res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown,
+		opts.Lock, opts.Faults, opts.Seed, res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown,
 		res.Stats.MasterSwitches, res.Verdict, res.Report.Count)
 	if res.Stats.Acquired == 0 {
 		t.Fatalf("%s: no acquire succeeded; the run shows nothing", opts.Lock)
@@ -98,7 +98,7 @@ func TestSentinel(t *testing.T) {
 
 	t.Run("token with latency only holds", func(t *testing.T) {
 		o := locktorture.Options{
-			Lock: "token", Topology: "sentinel", Nemesis: "latency", NemesisInterval: time.Second,
+			Lock: "token", Topology: "sentinel", Faults: []string{"latency"}, NemesisInterval: time.Second,
 			Clients: 4, Keys: 1, Duration: 5 * time.Second, TTL: 500 * time.Millisecond,
 			HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: 7, CheckTimeout: 30 * time.Second,
 		}
@@ -120,23 +120,11 @@ func TestSentinel(t *testing.T) {
 	// The three runs go at once (they mostly wait on Sentinel's timers),
 	// whatever -parallel allows.
 	locks := []string{"token", "watchdog", "token-wait"}
-	results := map[string]*locktorture.Result{}
-	errs := map[string]error{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	runs := map[string]locktorture.Options{}
 	for _, lock := range locks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o := lossyRun(lock, 1)
-			o.OutDir = t.TempDir()
-			res, err := locktorture.Run(context.Background(), o)
-			mu.Lock()
-			results[lock], errs[lock] = res, err
-			mu.Unlock()
-		}()
+		runs[lock] = lossyRun(lock, 1)
 	}
-	wg.Wait()
+	results, errs := runAtOnce(t, runs)
 	if left := redisChildren(t); len(left) > 0 {
 		t.Errorf("processes left after the runs: %v", left)
 	}
@@ -185,4 +173,27 @@ func TestSentinel(t *testing.T) {
 	if rate(tw) >= rate(tok) {
 		t.Errorf("token-wait (%.2f double holders per failover) does not narrow token's window (%.2f)", rate(tw), rate(tok))
 	}
+}
+
+// runAtOnce runs every named run at the same time (runs that mostly wait on
+// Sentinel's or the cluster's timers), each into a folder of the test's.
+func runAtOnce(t *testing.T, runs map[string]locktorture.Options) (map[string]*locktorture.Result, map[string]error) {
+	t.Helper()
+	results := map[string]*locktorture.Result{}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, o := range runs {
+		o.OutDir = t.TempDir()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := locktorture.Run(context.Background(), o)
+			mu.Lock()
+			results[name], errs[name] = res, err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return results, errs
 }

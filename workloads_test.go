@@ -20,7 +20,7 @@ func runWorkload(t *testing.T, opts locktorture.Options) *locktorture.Result {
 		t.Fatalf("run %s/%s: %v", opts.Lock, opts.Workload, err)
 	}
 	t.Logf("%s/%s nemesis %q: %d ops, %d acquired, %d unknown, verdict %s, counts %v", opts.Lock, opts.Workload,
-		opts.Nemesis, res.Stats.Ops, res.Stats.Acquired, res.Stats.Unknown, res.Verdict, res.Report.Count)
+		opts.Faults, res.Stats.Ops, res.Stats.Acquired, res.Stats.Unknown, res.Verdict, res.Report.Count)
 	if res.Stats.Ops == 0 {
 		t.Fatal("no operation ran; the run shows nothing")
 	}
@@ -58,7 +58,7 @@ func TestResourceWorkloads(t *testing.T) {
 	paused := func(lock, workload string) locktorture.Options {
 		o := short(lock, 3)
 		o.Workload, o.Clients, o.Keys, o.HoldMin, o.HoldMax = workload, 4, 4, 100*time.Millisecond, 200*time.Millisecond
-		o.Nemesis, o.NemesisInterval, o.Duration = "pause-client", 700*time.Millisecond, 6*time.Second
+		o.Faults, o.NemesisInterval, o.Duration = []string{"pause-client"}, 700*time.Millisecond, 6*time.Second
 		return o
 	}
 	overrun := func(lock, workload string) locktorture.Options {
@@ -122,7 +122,7 @@ func TestResourceWorkloads(t *testing.T) {
 			name: "reentrant under lost replies: go-redis replays count twice",
 			opts: func() locktorture.Options {
 				o := short("reentrant", 3)
-				o.Workload, o.Clients, o.Nemesis, o.NemesisInterval, o.Duration = "reentrant", 3, "lost-reply", time.Second, 6*time.Second
+				o.Workload, o.Clients, o.Faults, o.NemesisInterval, o.Duration = "reentrant", 3, []string{"lost-reply"}, time.Second, 6*time.Second
 				o.RedisTimeout = 100 * time.Millisecond
 				return o
 			}(),
@@ -165,7 +165,7 @@ func TestResourceWorkloads(t *testing.T) {
 			opts: func() locktorture.Options {
 				o := short("token", 9)
 				o.Workload, o.Think, o.Duration = "stock-lua", time.Millisecond, 6*time.Second
-				o.Nemesis = "latency,partition,lost-reply,pause-redis,crash-redis,pause-client,crash-client"
+				o.Faults = locktorture.ParseList("latency,partition,lost-reply,pause-redis,crash-redis,pause-client,crash-client")
 				o.NemesisInterval, o.RedisTimeout = 300*time.Millisecond, 200*time.Millisecond
 				return o
 			}(),
@@ -216,7 +216,7 @@ func TestFencedFailover(t *testing.T) {
 		t.Skip("a failover takes seconds")
 	}
 	o := locktorture.Options{
-		Lock: "fenced", Workload: "fenced", Topology: "sentinel", Nemesis: "failover-lossy", NemesisInterval: 4 * time.Second,
+		Lock: "fenced", Workload: "fenced", Topology: "sentinel", Faults: []string{"failover-lossy"}, NemesisInterval: 4 * time.Second,
 		Clients: 4, Keys: 1, Duration: 15 * time.Second, TTL: time.Second,
 		HoldMin: 20 * time.Millisecond, HoldMax: 100 * time.Millisecond, Seed: 5, CheckTimeout: 30 * time.Second,
 	}

@@ -91,7 +91,10 @@ const (
 // Anomaly is one violation, with enough context to find it in the history
 // and the timeline.
 type Anomaly struct {
-	Kind      Kind     `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Severity is SeverityOf(Kind), spelt out for tools that read the
+	// summary without this package.
+	Severity  Severity `json:"severity"`
 	Class     Class    `json:"class,omitempty"`
 	Clients   []int    `json:"clients"`
 	Processes []int    `json:"processes"`
@@ -129,6 +132,9 @@ type Report struct {
 	Results   []Result     `json:"results"`
 	Anomalies []Anomaly    `json:"anomalies"`
 	Count     map[Kind]int `json:"count"`
+	// Severity counts the anomalies by severity (from Count, so the totals
+	// are exact even where the list is capped).
+	Severity map[Severity]int `json:"severity"`
 }
 
 // DefaultMaxAnomalies is how many anomalies of one kind a result lists when
@@ -176,6 +182,7 @@ func newCollector(name string, s settings) *collector {
 }
 
 func (c *collector) add(a Anomaly) {
+	a.Severity = SeverityOf(a.Kind)
 	c.res.Count[a.Kind]++
 	if c.max >= 0 && c.res.Count[a.Kind] > c.max {
 		return
@@ -286,6 +293,12 @@ func (c *Composite) Report(ctx context.Context, h *history.History) Report {
 			break
 		}
 	}
+	return c.reportIndexed(ctx, h, ix)
+}
+
+// reportIndexed is Report on an index of h already built (nil if no checker
+// reads one), so that a caller that needs the index too builds it once.
+func (c *Composite) reportIndexed(ctx context.Context, h *history.History, ix *index) Report {
 	results := make([]Result, len(c.checkers))
 	var wg sync.WaitGroup
 	for i, x := range c.checkers {
@@ -306,7 +319,7 @@ func (c *Composite) Report(ctx context.Context, h *history.History) Report {
 // Fold composes results computed separately: the verdict is Invalid if any
 // is, else Unknown if any is, else Valid.
 func Fold(results ...Result) Report {
-	rep := Report{Verdict: Valid, Results: results, Anomalies: []Anomaly{}, Count: map[Kind]int{}}
+	rep := Report{Verdict: Valid, Results: results, Anomalies: []Anomaly{}, Count: map[Kind]int{}, Severity: map[Severity]int{}}
 	unknown := false
 	for _, r := range results {
 		switch r.Verdict {
@@ -318,6 +331,12 @@ func Fold(results ...Result) Report {
 		rep.Anomalies = append(rep.Anomalies, r.Anomalies...)
 		for k, n := range r.Count {
 			rep.Count[k] += n
+			rep.Severity[SeverityOf(k)] += n
+		}
+		for i := range r.Anomalies {
+			if a := &r.Anomalies[i]; a.Severity == "" {
+				a.Severity = SeverityOf(a.Kind) // from a checker outside this package
+			}
 		}
 	}
 	if rep.Verdict != Invalid && unknown {
@@ -335,18 +354,13 @@ type MutexOptions struct {
 	MaxAnomalies int
 }
 
-// ForMutex returns the checkers the mutex workload is judged by: mutual
-// exclusion, linearizability against a lease mutex, foreign releases,
-// liveness, and lost updates of the guarded counter.
+// ForMutex returns the checkers every lock history is judged by (the
+// Always entries of Builtin): mutual exclusion, linearizability against a
+// lease mutex, foreign releases, liveness, lost updates of the guarded
+// counter and fencing-token order.
 func ForMutex(o MutexOptions) *Composite {
-	m := MaxAnomalies(o.MaxAnomalies)
-	return Compose(
-		MutualExclusion(m),
-		Linearizable(o.Linearizable, m),
-		ForeignRelease(m),
-		Liveness(o.Liveness, m),
-		LostUpdate(m),
-	)
+	c, _ := Select(Builtin(), nil, o) // naming nothing cannot fail
+	return c
 }
 
 // fmtTime renders a time on the history's clock as seconds, the way people

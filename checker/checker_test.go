@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -284,7 +285,13 @@ func TestAnomaliesAreFlagged(t *testing.T) {
 
 func TestNonlinearizableWritesVisualization(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "linearizability.html")
-	r := Linearizable(LinearizableOptions{VisualizationPath: path}).Check(context.Background(), secondConfusion(t))
+	h := secondConfusion(t)
+	// A fault window over the second confusion, to be drawn beside it.
+	h.Events = append(h.Events, history.Event{Type: history.Info, Op: history.FaultStart, Fault: "pause-client", Target: "c1", Time: h.End() + 1},
+		history.Event{Type: history.Info, Op: history.FaultHeal, Fault: "pause-client", Target: "c1", Time: h.End() + 2})
+	h.Events[len(h.Events)-2].Time, h.Events[len(h.Events)-1].Time = int64(130*time.Millisecond), int64(160*time.Millisecond)
+	sortEvents(h)
+	r := Linearizable(LinearizableOptions{VisualizationPath: path}).Check(context.Background(), h)
 	if r.Verdict != Invalid || r.Count[KindNonlinearizable] != 1 {
 		t.Fatalf("want one nonlinearizable key, got %s", dump(r))
 	}
@@ -296,7 +303,8 @@ func TestNonlinearizableWritesVisualization(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	for _, s := range []string{"<html", "client 1 (process 1) release a", "held by client 2 (lease b, written no earlier than 0.099s"} {
+	for _, s := range []string{"<html", "client 1 (process 1) release a", "held by client 2 (lease b, written no earlier than 0.099s",
+		"pause-client on c1, 0.130s to 0.160s"} {
 		if !strings.Contains(html, s) {
 			t.Errorf("visualization lacks %q", s)
 		}
@@ -318,7 +326,7 @@ func TestComposedReport(t *testing.T) {
 	if rep.Count[KindStuckLock]+rep.Count[KindSpuriousFailure] != 0 {
 		t.Errorf("liveness anomalies in a live history: %v", rep.Count)
 	}
-	if len(rep.Results) != 5 {
+	if len(rep.Results) != 6 {
 		t.Fatalf("got %d results", len(rep.Results))
 	}
 	total := 0
@@ -600,4 +608,9 @@ func TestSearchesAgreeWithExact(t *testing.T) {
 	if decidedBy[0] == 0 || decidedBy[1] == 0 || decidedBy[2] == 0 || verdicts[Invalid] < 40 {
 		t.Fatalf("the histories do not exercise every search: verdicts %v, decided by %v", verdicts, decidedBy)
 	}
+}
+
+// sortEvents puts hand-added events in time order, as a recorder writes them.
+func sortEvents(h *history.History) {
+	sort.SliceStable(h.Events, func(i, j int) bool { return h.Events[i].Time < h.Events[j].Time })
 }

@@ -3,7 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
-	"sort"
+	"math"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -23,39 +23,8 @@ type fenceRegression struct{ s settings }
 func (*fenceRegression) Name() string { return "fence-regression" }
 
 func (f *fenceRegression) Check(_ context.Context, h *history.History) Result {
-	c := newCollector(f.Name(), f.s)
-	perKey := map[string][]*history.Operation{}
-	ops := h.Operations()
-	for i := range ops {
-		o := &ops[i]
-		if o.Op == history.Acquire && o.Status == history.OK && o.Fence != 0 {
-			perKey[o.Key] = append(perKey[o.Key], o)
-		}
-	}
-	var fenced int64
-	for _, key := range sortedKeys(perKey) {
-		byCall := perKey[key]
-		fenced += int64(len(byCall))
-		byReturn := append([]*history.Operation(nil), byCall...)
-		sort.SliceStable(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
-		// Sweep in call order, folding in every acquire that returned
-		// before the current one's call and keeping the highest token.
-		var top *history.Operation
-		j := 0
-		for _, b := range byCall {
-			for ; j < len(byReturn) && byReturn[j].Return < b.Call; j++ {
-				if top == nil || byReturn[j].Fence > top.Fence {
-					top = byReturn[j]
-				}
-			}
-			if top != nil && top.Fence >= b.Fence {
-				c.add(fenceAnomaly(key, top, b))
-			}
-		}
-	}
-	c.stat("fenced_acquires", fenced)
-	c.stat("keys", int64(len(perKey)))
-	return c.result()
+	// The whole history is one window with nothing carried into it.
+	return newFenceStream(f.Name()).judge(h.Operations(), math.MinInt64, f.s)
 }
 
 func fenceAnomaly(key string, a, b *history.Operation) Anomaly {

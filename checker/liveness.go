@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -103,8 +104,16 @@ func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter i
 	for _, i := range k.acquires {
 		o := &ix.ops[i]
 		// Bridging pauses shorter than a ttl counts a client that retries
-		// on its own as waiting all along.
-		attempts = append(attempts, span{o.Call, o.Return + ttl})
+		// on its own as waiting all along. An acquire that recorded its
+		// attempts was waiting only around them: a longer gap between two
+		// is the harness stalled, not a client kept waiting by the lock.
+		if !o.Looked() {
+			attempts = append(attempts, span{o.Call, o.Return + ttl})
+			continue
+		}
+		for _, t := range o.Tries {
+			attempts = append(attempts, span{t.From, t.To + ttl})
+		}
 	}
 	waiting := union(attempts)
 	for i := range waiting {
@@ -119,6 +128,8 @@ func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter i
 		}
 		holds = append(holds, span{h.start, max(end, h.start+1)})
 	}
+	holds = append(holds, refused(ix, k)...)
+	holds = append(holds, maybeTaken(ix, k, ttl)...)
 	idle := subtract(subtract(waiting, union(holds)), faults)
 	var stuck []span
 	for _, s := range idle {
@@ -235,6 +246,7 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 		}
 		alive = append(alive, span{a.Call, until})
 	}
+	alive = append(alive, refused(ix, k)...)
 	free := subtract([]span{{0, ix.end}}, union(alive))
 	blind := blindSpans(ix)
 	for _, i := range k.acquires {
@@ -244,15 +256,28 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 		}
 		// While a fault held this very client (paused, slowed, cut off) it
 		// could not see the lock was free: that time proves nothing.
-		s := longestWithin(subtract(free, blind[o.Client]), o.Call, o.Return)
-		// A client that looked at the lock only now and then (its replies
-		// were slow) may have missed a free stretch shorter than two of its
-		// looks without anything being wrong.
-		need := threshold
-		if o.Attempts > 0 {
-			need = max(need, 2*(o.Return-o.Call)/int64(o.Attempts))
+		seen := subtract(free, blind[o.Client])
+		var s span
+		if o.Looked() {
+			s = sawFree(seen, o.Tries, threshold)
+			s = span{max(s.from, o.Call), min(s.to, o.Return)}
+			if s.len() <= 0 {
+				continue
+			}
+		} else {
+			s = longestWithin(seen, o.Call, o.Return)
+			// A client that looked at the lock only now and then (its
+			// replies were slow) may have missed a free stretch shorter
+			// than two of its looks without anything being wrong.
+			need := threshold
+			if o.Attempts > 0 {
+				need = max(need, 2*(o.Return-o.Call)/int64(o.Attempts))
+			}
+			if s.len() < need {
+				continue
+			}
 		}
-		if s.len() < need || len(subtract([]span{s}, stuck)) == 0 {
+		if len(subtract([]span{s}, stuck)) == 0 {
 			continue
 		}
 		c.add(Anomaly{
@@ -267,6 +292,66 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 				o.Client, k.key, fmtTime(o.Call), fmtTime(o.Return), fmtTime(s.from), fmtTime(s.to)),
 		})
 	}
+}
+
+// sawFree returns the free stretch (of at least threshold) in which one of
+// the acquire's attempts ran from its first send to its last reply, with a
+// margin for Redis's millisecond expiry: that attempt found the lock free
+// and was still refused. Free time between attempts proves nothing, since
+// the client was not looking then.
+func sawFree(free []span, tries []history.Try, threshold int64) span {
+	var best span
+	for _, t := range tries {
+		from, to := t.From-expirySlack, t.To+expirySlack
+		s := longestWithin(free, from, to+1)
+		if s.from > from || s.to < to {
+			continue // not free for the whole attempt
+		}
+		// The whole free stretch around the attempt, to report and to
+		// weigh against the threshold.
+		i := sort.Search(len(free), func(i int) bool { return free[i].to > from })
+		if i < len(free) && free[i].from <= from && free[i].to >= to && free[i].len() >= threshold && free[i].len() > best.len() {
+			best = free[i]
+		}
+	}
+	return best
+}
+
+// refused returns the spans in which failed acquires of the key held it
+// anyway (a late lease the lock refused and deleted): the others were
+// rightly kept out then.
+// maybeTaken is where an acquire of unknown outcome may have held the key:
+// its command may have landed any time before its client gave up, and the
+// key it wrote lives a ttl after that. A stretch of timed-out acquires is a
+// slow or broken path to Redis, not a free lock nobody could take.
+func maybeTaken(ix *index, k *keyIndex, ttl int64) []span {
+	var out []span
+	for _, i := range k.acquires {
+		o := &ix.ops[i]
+		if o.Status != history.Unknown {
+			continue
+		}
+		d := ttl
+		if o.TTL > 0 {
+			d = int64(o.TTL)
+		}
+		until := forever
+		if d > 0 && o.Return < forever-d {
+			until = o.Return + d
+		}
+		out = append(out, span{o.Call, until})
+	}
+	return out
+}
+
+func refused(ix *index, k *keyIndex) []span {
+	var out []span
+	for _, i := range k.acquires {
+		if o := &ix.ops[i]; o.Status == history.Fail && o.Held.To > 0 {
+			out = append(out, span{o.Held.From, o.Held.To + 1})
+		}
+	}
+	return out
 }
 
 // blindSpans returns, per client, the windows of faults aimed at that client

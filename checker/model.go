@@ -64,6 +64,11 @@ type lockInput struct {
 	// the key, history.Never if none: from then on a key nobody holds may
 	// exist (the relaxed search lets a release delete it).
 	orphanFrom int64
+	// ghostCalls, when the relaxed search is exact (keyCheck.ghostly),
+	// are the sorted calls of the key's acquires of unknown outcome: the
+	// keys they may have left behind, each of which one release that
+	// deleted a key nobody held can have found. Nil otherwise.
+	ghostCalls []int64
 	// expires bounds, for a release or refresh of unknown outcome, when its
 	// lease can still hold the lock (see keyCheck.prepare); history.Never
 	// if nothing bounds it.
@@ -115,6 +120,9 @@ type lockState struct {
 	// applied marks the boundary operations (see lockInput.bit) that have
 	// already taken effect.
 	applied uint64
+	// ghosts counts the keys left by acquires of unknown outcome that
+	// releases have deleted so far (see lockInput.ghostCalls).
+	ghosts int32
 }
 
 func freeState(s lockState) lockState {
@@ -220,7 +228,17 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 		if s.holder == 0 {
 			// Nobody holds it, so there was nothing to delete, unless an
 			// acquire of unknown outcome left a key behind.
-			if relaxed && (in.orphan || in.orphanFrom <= in.ret) {
+			switch {
+			case !relaxed:
+			case in.ghostCalls != nil && !in.orphan:
+				// Exactly: the next unused acquire of unknown outcome
+				// wrote the key just before this release deleted it.
+				if int(s.ghosts) < len(in.ghostCalls) && in.ghostCalls[s.ghosts] <= in.ret {
+					n.now = max(p, in.ghostCalls[s.ghosts])
+					n.ghosts++
+					return true, n
+				}
+			case in.orphan || in.orphanFrom <= in.ret:
 				n.now = p
 				return true, n
 			}
@@ -289,6 +307,7 @@ func hashState(v any) uint64 {
 	h = mix(h) ^ uint64(s.ttl)
 	h = mix(h) ^ uint64(s.now)
 	h = mix(h) ^ s.applied
+	h = mix(h) ^ uint64(s.ghosts)
 	if s.sink {
 		h ^= 1
 	}

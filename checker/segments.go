@@ -205,12 +205,13 @@ func (s *segment) pendingAcquire(ins []*lockInput, applied uint64, lease int32) 
 
 // dominates reports whether every continuation legal from b is legal from
 // a: same holder and ttl, same finished operations applied, no later lease
-// start or "now" (earlier ones only let leases expire sooner), and a subset
+// start or "now" (earlier ones only let leases expire sooner), no more
+// orphaned keys used up (see lockInput.ghostCalls), and a subset
 // of the unknown operations applied (one still pending may yet be placed
 // last, where it changes nothing).
 func dominates(a, b lockState, unknown uint64) bool {
 	return a.holder == b.holder && a.ttl == b.ttl && a.sink == b.sink &&
 		a.applied&^unknown == b.applied&^unknown &&
 		a.applied&unknown&^b.applied == 0 &&
-		a.start <= b.start && a.now <= b.now
+		a.start <= b.start && a.now <= b.now && a.ghosts <= b.ghosts
 }

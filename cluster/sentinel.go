@@ -1,23 +1,19 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/locktorture/locktorture/history"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 // SentinelMaster is the name the Sentinels monitor the master under.
@@ -71,7 +67,7 @@ type FailoverTopology interface {
 }
 
 // SentinelTopology is one master, two replicas and three Sentinels, all
-// real processes on 127.0.0.1, as most production Redis locks run.
+// real servers on the run's backend, as most production Redis locks run.
 //
 // Replication goes through Toxiproxy, one path per (replica, master) pair
 // (Network.Route(replica name, master address)), so a fault can delay or cut
@@ -100,7 +96,7 @@ type SentinelTopology struct {
 	local     *Local
 	net       *Network
 	fronts    []*front
-	sentinels []*sentinelProc
+	sentinels []*Node
 	// control are direct clients to each node and Sentinel, for the
 	// harness's own questions (never through a proxy).
 	nodeCtl     []*redis.Client
@@ -116,7 +112,8 @@ type SentinelTopology struct {
 }
 
 // sourceIP is the loopback address node i makes its outgoing connections
-// from, which is how the fronts tell replicas from everyone else.
+// from when it is a local process, which is how the fronts tell replicas
+// from everyone else (a container has an address of its own).
 func sourceIP(i int) string { return fmt.Sprintf("127.0.0.%d", i+2) }
 
 // StartSentinel starts the sentinel topology and waits until replication is
@@ -125,6 +122,9 @@ func sourceIP(i int) string { return fmt.Sprintf("127.0.0.%d", i+2) }
 func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) {
 	if opts.Network == nil {
 		return nil, errors.New("sentinel topology needs the toxiproxy network")
+	}
+	if e, ok := opts.Local.Backend.(*External); ok {
+		return startExternalSentinel(ctx, e)
 	}
 	l, err := NewLocal(opts.Local)
 	if err != nil {
@@ -141,8 +141,9 @@ func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) 
 
 func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 	n := 1 + sentinelReplicas
+	ip := s.local.Backend().HarnessIP()
 	for i := 0; i < n; i++ {
-		f, err := newFront(func(src net.IP) (string, error) { return s.upstream(i, src) })
+		f, err := newFront(ip, func(src net.IP) (string, error) { return s.upstream(i, src) })
 		if err != nil {
 			return err
 		}
@@ -150,13 +151,13 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 	}
 	for i := 0; i < n; i++ {
 		args := []string{
-			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(s.fronts[i].port()),
-			"--bind-source-addr", sourceIP(i), "--repl-diskless-sync-delay", "0",
+			"--replica-announce-ip", ip, "--replica-announce-port", strconv.Itoa(s.fronts[i].port()),
+			"--repl-diskless-sync-delay", "0",
 		}
 		if i > 0 {
-			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(s.fronts[0].port()))
+			args = append(args, "--replicaof", ip, strconv.Itoa(s.fronts[0].port()))
 		}
-		node, err := s.local.StartNode(ctx, nodeName(i), args)
+		node, err := s.local.StartSpec(ctx, NodeSpec{Name: nodeName(i), Args: args, SourceIP: sourceIP(i)})
 		if err != nil {
 			return fmt.Errorf("start sentinel topology: %w", err)
 		}
@@ -184,7 +185,7 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 			return err
 		}
 		s.sentinels = append(s.sentinels, sp)
-		c := controlClient(sp.addr())
+		c := controlClient(sp.Addr())
 		s.sentinelCtl = append(s.sentinelCtl, c)
 		if err := c.Do(ctx, append([]any{"SENTINEL", "DEBUG"}, sentinelDebug...)...).Err(); err != nil {
 			return fmt.Errorf("set sentinel %d timers: %w", i+1, err)
@@ -209,25 +210,9 @@ func controlClient(addr string) *redis.Client {
 		DisableIdentity: true, Protocol: 2})
 }
 
-// upstream is where front i sends a connection from src: through the
-// replica's own path when src is another node's source address.
+// upstream is where front i sends a connection from src (see frontRoute).
 func (s *SentinelTopology) upstream(i int, src net.IP) (string, error) {
-	nodes := s.local.Nodes()
-	if i >= len(nodes) {
-		return "", fmt.Errorf("front %d has no node yet", i)
-	}
-	// By name, not by the list of nodes: a replica dials its master while
-	// it starts, before StartNode has added it.
-	for j := 0; j < 1+sentinelReplicas; j++ {
-		if j != i && src != nil && src.String() == sourceIP(j) {
-			p, err := s.net.Route(nodeName(j), nodes[i].Addr())
-			if err != nil {
-				return "", err
-			}
-			return p.Listen, nil
-		}
-	}
-	return nodes[i].Addr(), nil
+	return frontRoute(s.local, s.net, i, src)
 }
 
 func nodeName(i int) string { return fmt.Sprintf("redis%d", i+1) }
@@ -242,7 +227,7 @@ func (s *SentinelTopology) Nodes() []*Node { return s.local.Nodes() }
 func (s *SentinelTopology) SentinelAddrs() []string {
 	out := make([]string, len(s.sentinels))
 	for i, sp := range s.sentinels {
-		out[i] = sp.addr()
+		out[i] = sp.Addr()
 	}
 	return out
 }
@@ -257,7 +242,7 @@ func (s *SentinelTopology) Pids() []int {
 		}
 	}
 	for _, sp := range s.sentinels {
-		if p := sp.pid(); p != 0 {
+		if p := sp.Pid(); p != 0 {
 			out = append(out, p)
 		}
 	}
@@ -425,175 +410,10 @@ func (s *SentinelTopology) WaitSwitch(ctx context.Context, old *Node, timeout ti
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no failover away from %s within %v: %w", old.Name, timeout, last)
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !sleep.For(ctx, 100*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// Settle implements FailoverTopology.
-func (s *SentinelTopology) Settle(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := s.settleOnce(ctx)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topology not settled after %v: %w", timeout, err)
-		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
-			return ctx.Err()
-		}
-	}
-}
-
-func (s *SentinelTopology) settleOnce(ctx context.Context) error {
-	var m *Node
-	if len(s.sentinelCtl) == 0 {
-		m = s.local.Nodes()[0] // before the Sentinels start
-	} else {
-		var err error
-		if m, err = s.agreed(ctx); err != nil {
-			return err
-		}
-	}
-	if role, err := s.role(ctx, m); err != nil {
-		return err
-	} else if role != "master" {
-		return fmt.Errorf("%s is named master but says %s", m.Name, role)
-	}
-	f := s.frontOf(m)
-	for _, n := range s.local.Nodes() {
-		if n == m || n.Pid() == 0 {
-			continue
-		}
-		info, err := s.replication(ctx, n)
-		if err != nil {
-			return err
-		}
-		if info["role"] != "slave" || net.JoinHostPort(info["master_host"], info["master_port"]) != f.addr() {
-			if err := s.control(n).Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(f.port())).Err(); err != nil {
-				return fmt.Errorf("point %s at %s: %w", n.Name, m.Name, err)
-			}
-			return fmt.Errorf("%s re-pointed at %s", n.Name, m.Name)
-		}
-		if info["master_link_status"] != "up" {
-			return fmt.Errorf("%s's link to %s is %s", n.Name, m.Name, info["master_link_status"])
-		}
-	}
-	return s.sentinelsSee(ctx, m)
-}
-
-// sentinelsSee checks that every Sentinel has seen every running node other
-// than m report itself a replica of m: only then may the next failover
-// promote any of them safely (see sentinelDebug).
-func (s *SentinelTopology) sentinelsSee(ctx context.Context, m *Node) error {
-	mport := strconv.Itoa(s.frontOf(m).port())
-	for i, c := range s.sentinelCtl {
-		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
-		if err != nil {
-			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
-		}
-		seen := map[string]map[string]string{}
-		for _, r := range reps {
-			fields := pairs(r)
-			seen[fields["port"]] = fields
-		}
-		for _, n := range s.local.Nodes() {
-			if n == m || n.Pid() == 0 {
-				continue
-			}
-			r := seen[strconv.Itoa(s.frontOf(n).port())]
-			switch {
-			case r == nil:
-				return fmt.Errorf("sentinel %d does not know %s", i+1, n.Name)
-			case r["role-reported"] != "slave" || r["master-port"] != mport:
-				return fmt.Errorf("sentinel %d sees %s as %s of port %s", i+1, n.Name, r["role-reported"], r["master-port"])
-			case strings.Contains(r["flags"], "down") || strings.Contains(r["flags"], "disconnected"):
-				return fmt.Errorf("sentinel %d flags %s %s", i+1, n.Name, r["flags"])
-			}
-		}
-	}
-	return nil
-}
-
-// pairs reads a RESP2 field/value array into a map.
-func pairs(v any) map[string]string {
-	out := map[string]string{}
-	a, _ := v.([]any)
-	for k := 0; k+1 < len(a); k += 2 {
-		key, _ := a[k].(string)
-		val, _ := a[k+1].(string)
-		out[key] = val
-	}
-	return out
-}
-
-func (s *SentinelTopology) role(ctx context.Context, n *Node) (string, error) {
-	info, err := s.replication(ctx, n)
-	if err != nil {
-		return "", err
-	}
-	return info["role"], nil
-}
-
-// replication returns a node's INFO replication fields.
-func (s *SentinelTopology) replication(ctx context.Context, n *Node) (map[string]string, error) {
-	c := s.control(n)
-	if c == nil {
-		return nil, fmt.Errorf("no control client for %s", n.Name)
-	}
-	txt, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return nil, fmt.Errorf("INFO replication of %s: %w", n.Name, err)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(txt))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
-			out[k] = v
-		}
-	}
-	return out, nil
-}
-
-// waitSentinels waits until every Sentinel knows both replicas and the
-// other Sentinels, so that a failover can be authorised.
-func (s *SentinelTopology) waitSentinels(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := s.sentinelsReady(ctx)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sentinels not ready after %v: %w", timeout, err)
-		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
-			return ctx.Err()
-		}
-	}
-}
-
-func (s *SentinelTopology) sentinelsReady(ctx context.Context) error {
-	for i, c := range s.sentinelCtl {
-		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
-		if err != nil {
-			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
-		}
-		if len(reps) < sentinelReplicas {
-			return fmt.Errorf("sentinel %d knows %d replicas", i+1, len(reps))
-		}
-		others, err := c.Do(ctx, "SENTINEL", "SENTINELS", SentinelMaster).Slice()
-		if err != nil {
-			return fmt.Errorf("sentinel %d: sentinels: %w", i+1, err)
-		}
-		if len(others) < sentinelCount-1 {
-			return fmt.Errorf("sentinel %d knows %d other sentinels", i+1, len(others))
-		}
-	}
-	return nil
 }
 
 // Observe implements Observed: every master switch a Sentinel announces
@@ -608,7 +428,7 @@ func (s *SentinelTopology) Observe(record func(history.Event)) {
 // watch follows one Sentinel's +switch-master announcements until ctx ends.
 func (s *SentinelTopology) watch(ctx context.Context, i int) {
 	defer s.wg.Done()
-	c := redis.NewClient(&redis.Options{Addr: s.sentinels[i].addr(), DisableIdentity: true, Protocol: 2})
+	c := redis.NewClient(&redis.Options{Addr: s.sentinels[i].Addr(), DisableIdentity: true, Protocol: 2})
 	defer c.Close()
 	ps := c.Subscribe(ctx, "+switch-master")
 	defer ps.Close()
@@ -657,9 +477,6 @@ func (s *SentinelTopology) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
-	for _, sp := range s.sentinels {
-		sp.kill()
-	}
 	for _, c := range append(s.nodeCtl, s.sentinelCtl...) {
 		_ = c.Close()
 	}
@@ -667,199 +484,4 @@ func (s *SentinelTopology) Close() error {
 		f.close()
 	}
 	return s.local.Close()
-}
-
-// sentinelProc is one redis-server --sentinel process. Sentinel rewrites
-// its configuration file as it learns, so each has its own.
-type sentinelProc struct {
-	port   int
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-func (p *sentinelProc) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
-
-func (p *sentinelProc) pid() int {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	select {
-	case <-p.exited:
-		return 0
-	default:
-		return p.cmd.Process.Pid
-	}
-}
-
-func (p *sentinelProc) kill() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-	}
-}
-
-func (s *SentinelTopology) startSentinel(ctx context.Context, i int) (*sentinelProc, error) {
-	dir := filepath.Join(s.local.Dir(), fmt.Sprintf("sentinel%d", i+1))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("make dir for sentinel %d: %w", i+1, err)
-	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		p := &sentinelProc{port: port, dir: dir}
-		if lastErr = p.start(ctx, s.local.opts.RedisServer, s.fronts[0].port()); lastErr == nil {
-			return p, nil
-		}
-		p.kill()
-	}
-	return nil, fmt.Errorf("start sentinel %d: %w", i+1, lastErr)
-}
-
-func (p *sentinelProc) start(ctx context.Context, bin string, masterPort int) error {
-	conf := filepath.Join(p.dir, "sentinel.conf")
-	text := fmt.Sprintf(`port %d
-bind 127.0.0.1
-protected-mode no
-daemonize no
-dir %s
-logfile %s
-sentinel monitor %s 127.0.0.1 %d %d
-sentinel down-after-milliseconds %s %d
-sentinel failover-timeout %s %d
-sentinel parallel-syncs %s %d
-`, p.port, p.dir, filepath.Join(p.dir, "sentinel.log"),
-		SentinelMaster, masterPort, sentinelQuorum,
-		SentinelMaster, SentinelDownAfter.Milliseconds(),
-		SentinelMaster, SentinelFailoverTimeout.Milliseconds(),
-		SentinelMaster, sentinelReplicas)
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", conf, err)
-	}
-	cmd := exec.Command(bin, conf, "--sentinel")
-	cmd.Dir = p.dir
-	// Bound to the harness like the nodes: if it dies, so does Sentinel.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start sentinel on %s: %w", p.addr(), err)
-	}
-	p.cmd, p.exited = cmd, make(chan struct{})
-	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.exited)
-	if err := waitPing(ctx, p.addr(), p.exited, 10*time.Second); err != nil {
-		return fmt.Errorf("start sentinel on %s: %w", p.addr(), err)
-	}
-	return nil
-}
-
-// front is a node's announced address: a relay that sends a connection on
-// according to where it comes from (see SentinelTopology).
-type front struct {
-	ln       net.Listener
-	upstream func(src net.IP) (string, error)
-
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func newFront(upstream func(net.IP) (string, error)) (*front, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen for a node's front: %w", err)
-	}
-	f := &front{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
-	f.wg.Add(1)
-	go f.serve()
-	return f, nil
-}
-
-func (f *front) addr() string { return f.ln.Addr().String() }
-func (f *front) port() int    { return f.ln.Addr().(*net.TCPAddr).Port }
-
-func (f *front) serve() {
-	defer f.wg.Done()
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		f.wg.Add(1)
-		go f.relay(c)
-	}
-}
-
-func (f *front) relay(c net.Conn) {
-	defer f.wg.Done()
-	var src net.IP
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		src = a.IP
-	}
-	up, err := f.upstream(src)
-	var u net.Conn
-	if err == nil {
-		u, err = net.DialTimeout("tcp", up, 2*time.Second)
-	}
-	if err != nil {
-		c.Close()
-		return
-	}
-	if !f.track(c, u) {
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
-	<-done
-	c.Close()
-	u.Close()
-	<-done
-	f.mu.Lock()
-	delete(f.conns, c)
-	delete(f.conns, u)
-	f.mu.Unlock()
-}
-
-func (f *front) track(cs ...net.Conn) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		f.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (f *front) close() {
-	f.mu.Lock()
-	f.closed = true
-	for c := range f.conns {
-		c.Close()
-	}
-	f.mu.Unlock()
-	f.ln.Close()
-	f.wg.Wait()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

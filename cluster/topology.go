@@ -2,11 +2,11 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"sort"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/registry"
 )
 
 // Topology is a running Redis deployment as the clients of a run see it.
@@ -38,33 +38,39 @@ type TopologyOptions struct {
 // Starter brings a topology up.
 type Starter func(ctx context.Context, opts TopologyOptions) (Topology, error)
 
-// Topologies maps --topology names to their starters. New topologies add an
-// entry here.
-func Topologies() map[string]Starter {
-	return map[string]Starter{
-		"single":   StartSingle,
-		"sentinel": StartSentinel,
-		"redlock":  StartRedlock,
-	}
+// TopologyEntry is one topology of the registry.
+type TopologyEntry struct {
+	Name    string
+	Summary string
+	Start   Starter
 }
 
-// TopologyNames lists the known topologies.
-func TopologyNames() []string {
-	var out []string
-	for n := range Topologies() {
-		out = append(out, n)
+// About implements registry.Entry.
+func (e TopologyEntry) About() (string, string) { return e.Name, e.Summary }
+
+// Check implements registry.Entry.
+func (e TopologyEntry) Check() error {
+	if e.Start == nil {
+		return registry.ErrNoConstructor
 	}
-	sort.Strings(out)
-	return out
+	return nil
 }
 
-// StartTopology starts the named topology.
-func StartTopology(ctx context.Context, name string, opts TopologyOptions) (Topology, error) {
-	start, ok := Topologies()[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown topology %q (known: %v)", name, TopologyNames())
-	}
-	return start(ctx, opts)
+// Registry holds the topologies a run can stand on, by name.
+type Registry = registry.Registry[TopologyEntry]
+
+// NewRegistry returns an empty topology registry.
+func NewRegistry() *Registry { return registry.New[TopologyEntry]("topology") }
+
+// Builtin returns a registry of the topologies this package starts; callers
+// add their own with Register, the same call the built-ins go through.
+func Builtin() *Registry {
+	return registry.Of("topology",
+		TopologyEntry{"single", "one redis-server", StartSingle},
+		TopologyEntry{"sentinel", "a master, two replicas and three Sentinels, every replication link behind its own proxy", StartSentinel},
+		TopologyEntry{"redlock", "N independent masters (--nodes, default 5) for quorum locks", StartRedlock},
+		TopologyEntry{"cluster", "Redis Cluster: three masters with a replica each, cluster-aware clients, every replication link behind its own proxy", StartRedisCluster},
+	)
 }
 
 // Masters is a topology of independent masters: one for "single", N for the
@@ -97,4 +103,13 @@ func (m *Masters) Connect(dial DialFunc, tune func(*redis.Options)) ([]redis.Uni
 		out = append(out, redis.NewClient(o))
 	}
 	return out, nil
+}
+
+// StartTopology starts the built-in topology called name.
+func StartTopology(ctx context.Context, name string, opts TopologyOptions) (Topology, error) {
+	e, err := Builtin().Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.Start(ctx, opts)
 }

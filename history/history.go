@@ -65,6 +65,8 @@ const (
 	// FaultStart and FaultHeal bracket the time a fault was active.
 	FaultStart Op = "fault-start"
 	FaultHeal  Op = "fault-heal"
+	// FaultStep is a later effect of an active fault (a killed node restarted).
+	FaultStep Op = "fault-step"
 	// MasterSwitch: the node serving as master changed (Target is the new one).
 	MasterSwitch Op = "master-switch"
 )
@@ -105,6 +107,17 @@ type Event struct {
 	// clock: earlier attempts of a waiting acquire definitely failed, so the
 	// lease cannot have begun before it. 0 when the lock does not say.
 	Sent int64 `json:"sent,omitempty"`
+	// Tries lists, on an acquire's completion, each attempt the lock made
+	// as [first command sent, last reply] in microseconds after the
+	// invocation, as the harness saw them on the wire. Liveness judges a
+	// failed acquire only on these: between attempts the client was not
+	// looking at the lock (and a long gap is a stall of the harness).
+	Tries [][2]int64 `json:"tries,omitempty"`
+	// HeldFrom and HeldTo, on a failed acquire, bound when the lock held
+	// the key for this client during the call although it did not grant
+	// it (a late lease it refused and deleted). Both 0 when it did not.
+	HeldFrom int64 `json:"held_from,omitempty"`
+	HeldTo   int64 `json:"held_to,omitempty"`
 	// Fault names the fault of a FaultStart/FaultHeal event; Target what it hit.
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`

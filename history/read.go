@@ -1,13 +1,10 @@
 package history
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 )
 
@@ -18,128 +15,84 @@ const MaxLine = 1 << 20
 type History struct {
 	Run    *RunInfo // nil when the file had no header
 	Events []Event
+	// Dropped is the size in bytes of a torn last line that was left out
+	// (what a harness killed mid-write leaves: a line without its newline
+	// that stops inside its JSON object), and DroppedLine its number; both
+	// 0 when the file ended cleanly. A checker's verdict covers the rest.
+	Dropped     int
+	DroppedLine int
 }
 
-// Load reads and validates a history.jsonl file.
-func Load(path string) (*History, error) {
+// Load reads and validates a history.jsonl file (see Decode).
+func Load(path string, opts ...Option) (*History, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	h, err := Decode(f)
+	h, err := Decode(f, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return h, nil
 }
 
-// Decode parses and validates a history: one JSON object a line, a known type
-// and op on each, times that never go back, every completion matching an open
-// invocation of the same process, at most one open operation a process.
-func Decode(r io.Reader) (*History, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
-	var events []Event
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
+// Decode parses and validates a history, which is untrusted input: one JSON
+// object a line; a known type and op on each; every field in range and
+// where it means something (see fieldRules and the Max bounds); times that
+// never go back; every completion matching an open invocation of the same
+// process; at most one open operation a process; at least one operation
+// (else ErrNoOperations). The one defect it tolerates is a torn last line,
+// which it leaves out and reports in History.Dropped. Errors name the line.
+func Decode(r io.Reader, opts ...Option) (*History, error) {
+	rd := NewReader(r, opts...)
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		var e Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("line %d: not a JSON event: %v", line, err)
+		if err != nil {
+			return nil, err
 		}
-		if dec.More() {
-			return nil, fmt.Errorf("line %d: more than one JSON value", line)
+		if e.Run == nil {
+			rd.v.h.Events = append(rd.v.h.Events, e)
 		}
-		events = append(events, e)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("line %d: longer than %d bytes", len(events)+1, MaxLine)
-		}
-		return nil, fmt.Errorf("read history: %w", err)
-	}
-	return FromEvents(events)
+	return rd.v.h, nil
 }
 
-// FromEvents validates events already in memory (as a recorder holds them).
-// Line numbers in errors count from the first event.
-func FromEvents(events []Event) (*History, error) {
-	h := &History{}
-	type open struct {
-		ev   Event
-		line int
+// lineSplitter is bufio.ScanLines that also says whether the line it
+// returned last ran to the end of the input without a newline: only such a
+// line can be one a killed writer left half done.
+type lineSplitter struct{ unterminated bool }
+
+func (s *lineSplitter) split(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
 	}
-	byID := map[int64]open{}
-	byProc := map[int]int64{}
-	seen := map[int64]bool{}
-	last := int64(math.MinInt64)
-	for i := range events {
-		e := &events[i]
-		line := i + 1
-		if e.Run != nil {
-			if i != 0 {
-				return nil, fmt.Errorf("line %d: run header is only allowed on the first line", line)
-			}
-			if e.Run.TTLMillis < 0 || e.Run.Clients < 0 || e.Run.Keys < 0 {
-				return nil, fmt.Errorf("line %d: run header has a negative ttl, clients or keys", line)
-			}
-			h.Run = e.Run
-			continue
-		}
-		if !e.Type.valid() {
-			return nil, fmt.Errorf("line %d: unknown event type %q", line, e.Type)
-		}
-		if e.Op == "" {
-			return nil, fmt.Errorf("line %d: event without op", line)
-		}
-		if e.Time < 0 {
-			return nil, fmt.Errorf("line %d: negative time %d", line, e.Time)
-		}
-		if e.Time < last {
-			return nil, fmt.Errorf("line %d: time %d goes back (previous event at %d)", line, e.Time, last)
-		}
-		last = e.Time
-		if e.TTLMillis < 0 {
-			return nil, fmt.Errorf("line %d: negative ttl_ms", line)
-		}
-		switch {
-		case e.Type == Invoke:
-			if e.ID <= 0 {
-				return nil, fmt.Errorf("line %d: invocation without a positive id", line)
-			}
-			if seen[e.ID] {
-				return nil, fmt.Errorf("line %d: operation id %d used twice", line, e.ID)
-			}
-			if id, busy := byProc[e.Process]; busy {
-				return nil, fmt.Errorf("line %d: process %d invokes %s while operation %d is still open", line, e.Process, e.Op, id)
-			}
-			seen[e.ID] = true
-			byID[e.ID] = open{*e, line}
-			byProc[e.Process] = e.ID
-		case e.Type.IsCompletion():
-			o, ok := byID[e.ID]
-			if !ok {
-				return nil, fmt.Errorf("line %d: %s completion of operation %d, which is not open", line, e.Type, e.ID)
-			}
-			if o.ev.Process != e.Process || o.ev.Op != e.Op {
-				return nil, fmt.Errorf("line %d: completion of operation %d does not match its invocation on line %d (process or op differs)", line, e.ID, o.line)
-			}
-			if e.Op == Release && e.Type == OK && e.Deleted == nil {
-				return nil, fmt.Errorf("line %d: ok release without \"deleted\"", line)
-			}
-			delete(byID, e.ID)
-			delete(byProc, e.Process)
+	if atEOF && len(data) > 0 {
+		s.unterminated = true
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// FromEvents validates events already in memory (as a recorder holds them)
+// by the same rules as Decode, with line numbers counted from the first
+// event. Unlike Decode it accepts a history without operations: a run that
+// recorded none is the runner's to judge, not a malformed record.
+func FromEvents(events []Event, opts ...Option) (*History, error) {
+	v := newValidator(opts)
+	for i, e := range events {
+		if err := v.add(e, i+1); err != nil {
+			return nil, err
 		}
 	}
-	h.Events = events
-	if h.Run != nil {
-		h.Events = events[1:]
+	v.h.Events = events
+	if v.h.Run != nil {
+		v.h.Events = events[1:]
 	}
-	return h, nil
+	return v.finish(false)
 }
 
 // End is the time of the last event.

@@ -2,7 +2,6 @@ package history
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -16,11 +15,16 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	w      *bufio.Writer
-	enc    *json.Encoder
+	line   []byte // the line being written, reused
 	events []Event
 	nextID int64
 	err    error
 	closed bool
+	// count is how many events were recorded (the next Index); keep says
+	// whether events stays filled, sink sees each event in file order.
+	count int64
+	keep  bool
+	sink  func(Event)
 
 	stop chan struct{}
 	done chan struct{}
@@ -29,14 +33,16 @@ type Recorder struct {
 // NewRecorder starts a history whose clock reads zero now. Events are written
 // to w (which may be nil) and flushed at least every flushEvery, so that a
 // harness killed mid-run leaves all but the last moments on disk.
-func NewRecorder(w io.Writer, run *RunInfo, flushEvery time.Duration) *Recorder {
-	r := &Recorder{base: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+func NewRecorder(w io.Writer, run *RunInfo, flushEvery time.Duration, opts ...RecorderOption) *Recorder {
+	r := &Recorder{base: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), keep: true}
+	for _, o := range opts {
+		o(r)
+	}
 	if w != nil {
 		r.w = bufio.NewWriterSize(w, 64<<10)
-		r.enc = json.NewEncoder(r.w)
 	}
 	if run != nil {
-		r.record(Event{Type: Info, Op: "run", Run: run})
+		r.record(Event{Type: Info, Op: RunOp, Run: run})
 	}
 	if flushEvery <= 0 {
 		flushEvery = 100 * time.Millisecond
@@ -44,6 +50,19 @@ func NewRecorder(w io.Writer, run *RunInfo, flushEvery time.Duration) *Recorder 
 	go r.flushLoop(flushEvery)
 	return r
 }
+
+// RecorderOption adjusts a Recorder.
+type RecorderOption func(*Recorder)
+
+// KeepNone makes the recorder hold no event in memory (Events returns
+// none): a long run streams its history to the file and to OnEvent only,
+// so its memory does not grow with its length.
+func KeepNone() RecorderOption { return func(r *Recorder) { r.keep = false } }
+
+// OnEvent hands every event, stamped, to fn in the order of the file. fn
+// runs under the recorder's lock, so it sees events in clock order; it must
+// be quick (pass the event on) and must not record.
+func OnEvent(fn func(Event)) RecorderOption { return func(r *Recorder) { r.sink = fn } }
 
 // Now is the time since the run's base, on the history's clock.
 func (r *Recorder) Now() time.Duration { return time.Since(r.base) }
@@ -77,10 +96,17 @@ func (r *Recorder) record(e Event) Event {
 		return e
 	}
 	e.Time = int64(time.Since(r.base))
-	e.Index = int64(len(r.events))
-	r.events = append(r.events, e)
-	if r.enc != nil && r.err == nil {
-		r.err = r.enc.Encode(e)
+	e.Index = r.count
+	r.count++
+	if r.keep {
+		r.events = append(r.events, e)
+	}
+	if r.w != nil && r.err == nil {
+		r.line = appendEvent(r.line[:0], &e)
+		_, r.err = r.w.Write(r.line)
+	}
+	if r.sink != nil {
+		r.sink(e)
 	}
 	return e
 }
@@ -111,6 +137,7 @@ func (r *Recorder) Complete(inv Event, t Type, with Event) Event {
 	e.Deleted = with.Deleted
 	e.Attempts = with.Attempts
 	e.Sent = with.Sent
+	e.Tries, e.HeldFrom, e.HeldTo = with.Tries, with.HeldFrom, with.HeldTo
 	e.Error = with.Error
 	if with.Lease != "" {
 		e.Lease, e.TTLMillis = with.Lease, with.TTLMillis
@@ -131,7 +158,7 @@ func (r *Recorder) Info(e Event) Event {
 	return r.record(e)
 }
 
-// Events returns a copy of everything recorded so far.
+// Events returns a copy of everything recorded so far (nothing with KeepNone).
 func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -12,10 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"sort"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/internal/sleep"
+	"github.com/locktorture/locktorture/registry"
 )
 
 // ErrNotAcquired means the lock was definitely not taken: the key was held by
@@ -23,13 +26,39 @@ import (
 // leaves the outcome unknown (a timeout or reset may hide a write that landed).
 var ErrNotAcquired = errors.New("lock not acquired")
 
+// RefusedError is an acquire that was not granted although the lock held
+// the key for this client during the call: a lease that came back too late
+// and was deleted again, say. It is a definite failure (errors.Is(err,
+// ErrNotAcquired) holds), but while the key was held other clients were
+// rightly refused, which the history must say so that their failures are
+// not blamed on the lock. HeldFrom is no later than the first write of the
+// key (the send of the command that wrote it), HeldTo no earlier than the
+// moment the key was surely gone (the reply of its delete, or its last write
+// plus the ttl if the delete failed); zero times mean the whole call.
+type RefusedError struct {
+	HeldFrom, HeldTo time.Time
+	// Reason says why the lease was refused.
+	Reason string
+}
+
+func (e *RefusedError) Error() string { return ErrNotAcquired.Error() + ": " + e.Reason }
+
+// Unwrap makes a refusal a definite failure.
+func (e *RefusedError) Unwrap() error { return ErrNotAcquired }
+
 // Lease is what a successful Acquire hands back: the proof of ownership that
 // Release (and a watchdog) must present.
 type Lease struct {
 	Key string
-	// Token identifies this acquisition. Token locks write it as the key's
-	// value; locks that write a constant still get a unique Token so that the
-	// history can tell one acquisition from the next.
+	// Token identifies this acquisition in the history, so it must be unique
+	// across the run for every acquisition. Locks get such values from
+	// Config.NewToken; token locks write it as the key's value, and locks
+	// that write a constant still return one so that the history can tell
+	// one acquisition from the next. A lock whose library picks its own
+	// value may return that instead, if it is unique per acquisition, but
+	// must still call NewToken once before its first command: the harness
+	// names an acquire whose outcome is unknown by the last value NewToken
+	// returned.
 	Token string
 	// Fence is a strictly increasing fencing token, 0 for locks without one.
 	Fence int64
@@ -39,6 +68,11 @@ type Lease struct {
 	// promises exclusivity (TTL minus the time the acquire took, for locks
 	// that measure it); 0 when the lock makes no such promise.
 	Validity time.Duration
+	// Handle is the lock's own state for this lease, set by Acquire and read
+	// back by Release: a third-party library's lock object (a redsync
+	// mutex, a redislock lock, rueidislock's cancel function) rides here so
+	// that an adapter needs no table of its own. The harness never reads it.
+	Handle any
 
 	stop func() // stops background renewal; nil when there is none
 }
@@ -75,6 +109,19 @@ type Config struct {
 	// Nodes are this client's connections, one per Redis master; single-node
 	// locks use Nodes[0].
 	Nodes []redis.UniversalClient
+	// Addrs are the Redis addresses of the masters, in the order of Nodes,
+	// for a lock whose library does not use go-redis: it must dial them
+	// with Dial, never directly. Empty on topologies whose master is found
+	// at run time (sentinel): such a lock refuses to run there.
+	Addrs []string
+	// Dial opens this client's connection to one of Addrs through its fault
+	// proxies and its gate, so that network faults, pauses and crashes reach
+	// a library's own connections as they reach Nodes. Set with Addrs.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// CommandTimeout is the per-command (dial, read, write) timeout the
+	// harness gave Nodes; a library with its own client applies the same.
+	// 0 means each client library's own default.
+	CommandTimeout time.Duration
 	// TTL of the lock key.
 	TTL time.Duration
 	// Wait bounds how long Acquire keeps retrying (the seed's "lock wait");
@@ -132,102 +179,58 @@ func (c Config) check(name string, nodes int) error {
 	return nil
 }
 
-func (c Config) retryDelay() time.Duration {
-	d := c.RetryDelay
-	if d <= 0 {
-		d = c.TTL / 20
-	}
-	if d < time.Millisecond {
-		d = time.Millisecond
-	}
-	return d + time.Duration(c.Rand.Int63n(int64(d)/2+1))
-}
+func (c Config) retryDelay() time.Duration { return c.NextRetryDelay() }
 
 // Factory builds one client's instance of a lock.
 type Factory func(Config) (Lock, error)
 
-// Entry describes a registered lock.
+// Entry is one lock of the registry: what `torture list` shows and what a
+// run needs to build each client's instance.
 type Entry struct {
 	Name string
 	// Summary is the one line `torture list` prints: the algorithm and the
 	// failure it exists to show.
 	Summary string
-	// Nodes is how many independent Redis masters it needs (1 for most).
+	// Nodes is how many independent Redis masters it needs; 0 means 1.
 	Nodes int
 	New   Factory
 }
 
-// Registry maps lock names to factories. Builtin returns one holding the
-// variants of this package; callers may add their own.
-type Registry struct{ m map[string]Entry }
+// About implements registry.Entry.
+func (e Entry) About() (string, string) { return e.Name, e.Summary }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{m: map[string]Entry{}} }
-
-// Register adds a lock; names must be unique.
-func (r *Registry) Register(e Entry) error {
-	if e.Name == "" || e.New == nil {
-		return errors.New("register lock: name and factory are required")
+// Check implements registry.Entry.
+func (e Entry) Check() error {
+	if e.New == nil {
+		return registry.ErrNoConstructor
 	}
-	if _, dup := r.m[e.Name]; dup {
-		return fmt.Errorf("register lock %q: already registered", e.Name)
+	if e.Nodes < 0 {
+		return fmt.Errorf("negative node count %d", e.Nodes)
 	}
-	if e.Nodes == 0 {
-		e.Nodes = 1
-	}
-	r.m[e.Name] = e
 	return nil
 }
 
-// Get returns the named lock, or an error listing the known names.
-func (r *Registry) Get(name string) (Entry, error) {
-	e, ok := r.m[name]
-	if !ok {
-		return Entry{}, fmt.Errorf("unknown lock %q (known: %v)", name, r.Names())
-	}
-	return e, nil
-}
+// Masters is how many independent masters the lock needs (at least 1).
+func (e Entry) Masters() int { return max(e.Nodes, 1) }
 
-// Names lists the registered locks in order.
-func (r *Registry) Names() []string {
-	var out []string
-	for n := range r.m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+// Registry holds the locks a run can put under test, by name.
+type Registry = registry.Registry[Entry]
 
-// Entries lists the registered locks, sorted by name.
-func (r *Registry) Entries() []Entry {
-	var out []Entry
-	for _, n := range r.Names() {
-		out = append(out, r.m[n])
-	}
-	return out
-}
+// NewRegistry returns an empty lock registry.
+func NewRegistry() *Registry { return registry.New[Entry]("lock") }
 
-// Builtin returns a registry of every lock this package implements.
+// Builtin returns a registry of every lock this package implements; callers
+// add their own with Register, the same call the built-ins go through.
 func Builtin() *Registry {
-	r := NewRegistry()
-	for _, e := range builtins() {
-		if err := r.Register(e); err != nil {
-			panic(err) // a duplicate among the built-ins is a programming error
-		}
-	}
-	return r
+	return registry.Of("lock", builtins()...)
 }
 
-// sleep waits d unless ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+// pause waits d between attempts; a context that ended is the error.
+func pause(ctx context.Context, d time.Duration) error {
+	if !sleep.For(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // retry runs attempt until it acquires, fails, or cfg.Wait runs out: the
@@ -249,7 +252,7 @@ func retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool,
 		if time.Now().Add(d).After(deadline) {
 			return ErrNotAcquired
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := pause(ctx, d); err != nil {
 			// No command is in flight between attempts: a definite failure.
 			return fmt.Errorf("%w: %v", ErrNotAcquired, err)
 		}

@@ -84,6 +84,12 @@ func newRedlock(watchdog bool) Factory {
 		}
 		per := cfg.TTL / redlockNodeTimeoutShare
 		per = min(max(per, redlockNodeTimeoutMin), redlockNodeTimeoutMax)
+		if cfg.CommandTimeout > 0 {
+			// A per-command timeout the user set binds here as on every
+			// other topology: a slow path (containers, a remote Redis)
+			// needs more than the default's few tens of milliseconds.
+			per = min(cfg.CommandTimeout, cfg.TTL/2)
+		}
 		return &redlockLock{cfg: cfg, watchdog: watchdog, quorum: len(cfg.Nodes)/2 + 1, perNode: per,
 			drift: cfg.TTL/redlockDriftShare + redlockDriftFloor}, nil
 	}
@@ -190,7 +196,7 @@ func (l *redlockLock) chase(ctx context.Context, key, token string, nodes []int)
 		node := l.cfg.Nodes[i]
 		go func() {
 			for time.Now().Before(until) {
-				if sleep(ctx, l.perNode) != nil {
+				if pause(ctx, l.perNode) != nil {
 					return
 				}
 				nctx, cancel := context.WithTimeout(ctx, l.perNode)
@@ -208,6 +214,11 @@ func (l *redlockLock) chase(ctx context.Context, key, token string, nodes []int)
 func (l *redlockLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease := &Lease{Key: key, TTL: l.cfg.TTL}
 	var until time.Time // end of the validity of the lease won
+	// A lost attempt may have held the key on some nodes until its undo
+	// (or, where the undo went unanswered, until the TTL): votes that split
+	// the others' attempts. The history must say so, or their failures in
+	// that time read as a free lock refused.
+	var heldFrom, heldTo time.Time
 	err := l.retry(ctx, func(ctx context.Context) (bool, error) {
 		// A fresh token for every attempt: the undo of a lost attempt may
 		// still be chasing a node in the background, and must not delete
@@ -227,6 +238,15 @@ func (l *redlockLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 			return false, err
 		}
 		undo := l.unlockAll(ctx, key, lease.Token)
+		if set.ok > 0 || len(set.errs) > 0 {
+			if heldFrom.IsZero() {
+				heldFrom = start
+			}
+			heldTo = time.Now()
+			if len(undo.errs) > 0 {
+				heldTo = start.Add(l.cfg.TTL)
+			}
+		}
 		// Nodes that may still hold our key: those that did not refuse the
 		// SET and did not answer the undo. If they are a majority the lock
 		// may be ours until the TTL: the outcome is unknown, not a failure.
@@ -242,6 +262,9 @@ func (l *redlockLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 		}
 		return false, nil
 	})
+	if errors.Is(err, ErrNotAcquired) && !heldFrom.IsZero() {
+		return nil, &RefusedError{HeldFrom: heldFrom, HeldTo: heldTo, Reason: err.Error() + "; lost attempts held the key on some nodes"}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +299,7 @@ func (l *redlockLock) retry(ctx context.Context, attempt func(context.Context) (
 		if time.Now().Add(d).After(deadline) {
 			return ErrNotAcquired
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := pause(ctx, d); err != nil {
 			// Every attempt was undone: a definite failure.
 			return fmt.Errorf("%w: %v", ErrNotAcquired, err)
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locktorture/locktorture/history"
+	"strings"
 	"time"
+
+	"github.com/locktorture/locktorture/history"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -115,8 +117,15 @@ return 0`),
 }
 
 // notifyKey names the channel (reentrant) or list (reentrant-blpop) on
-// which a release wakes the waiters of key.
-func notifyKey(key string) string { return key + ":unlocked" }
+// which a release wakes the waiters of key. The braces make Redis Cluster
+// hash only the lock's own name, so both keys of the release script live in
+// one slot (a key without braces hashes whole: the same slot).
+func notifyKey(key string) string {
+	if strings.ContainsAny(key, "{}") {
+		return key + ":unlocked" // the key chose its own hash tag
+	}
+	return "{" + key + "}:unlocked"
+}
 
 // reentrantLock is the owner-aware counting lock of Redisson's RLock (seed
 // 001) and of seed 003: the same owner may acquire a key it holds again (the
@@ -274,7 +283,7 @@ func (l *reentrantLock) subscribe(ctx context.Context, key string, wait time.Dur
 // subscription it sleeps a retry delay instead; a broken one is dropped.
 func (l *reentrantLock) awaitMessage(ctx context.Context, sub **redis.PubSub, d time.Duration) error {
 	if *sub == nil {
-		return sleep(ctx, min(d, l.cfg.retryDelay()))
+		return pause(ctx, min(d, l.cfg.retryDelay()))
 	}
 	_, err := (*sub).ReceiveTimeout(ctx, d)
 	var ne interface{ Timeout() bool }
@@ -299,7 +308,7 @@ func (l *reentrantLock) popNotification(ctx context.Context, key string, d time.
 	err := l.cfg.Nodes[0].BLPop(wctx, secs, notifyKey(key)).Err()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, redis.Nil) && wctx.Err() == nil {
 		// A broken connection: do not spin on it.
-		return sleep(ctx, min(d, l.cfg.retryDelay()))
+		return pause(ctx, min(d, l.cfg.retryDelay()))
 	}
 	return ctx.Err()
 }

@@ -105,7 +105,9 @@ func newTokenValidity(cfg Config) (Lock, error) {
 
 func (l *tokenValidityLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	late := false
+	// firstWrite and lastWrite are when the attempts that wrote our key
+	// (too late) were sent.
+	var firstWrite, lastWrite time.Time
 	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
 		start := time.Now()
 		n, err := setOrExtend.Run(ctx, l.cfg.Nodes[0], []string{key}, lease.Token, l.cfg.TTL.Milliseconds()).Int64()
@@ -114,15 +116,25 @@ func (l *tokenValidityLock) Acquire(ctx context.Context, key string) (*Lease, er
 		}
 		elapsed := time.Since(start)
 		if elapsed >= l.cfg.TTL {
-			late = true // the key may already have expired: try again
+			// The key may already have expired: try again.
+			if firstWrite.IsZero() {
+				firstWrite = start
+			}
+			lastWrite = start
 			return false, nil
 		}
 		lease.Validity = l.cfg.TTL - elapsed
 		return true, nil
 	})
-	if errors.Is(err, ErrNotAcquired) && late {
+	if errors.Is(err, ErrNotAcquired) && !firstWrite.IsZero() {
 		// A late success may have left our key behind; do not orphan it.
-		_, _ = compareAndDelete.Run(context.WithoutCancel(ctx), l.cfg.Nodes[0], []string{key}, lease.Token).Result()
+		// Until it is gone, the key was ours although we refuse the lease.
+		_, derr := compareAndDelete.Run(context.WithoutCancel(ctx), l.cfg.Nodes[0], []string{key}, lease.Token).Result()
+		gone := time.Now()
+		if derr != nil {
+			gone = lastWrite.Add(l.cfg.TTL)
+		}
+		return nil, &RefusedError{HeldFrom: firstWrite, HeldTo: gone, Reason: "the lease came back after its ttl"}
 	}
 	if err != nil {
 		return nil, err

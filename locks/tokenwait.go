@@ -56,17 +56,25 @@ func newTokenWait(cfg Config) (Lock, error) {
 func (l *tokenWaitLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
 	unacked := 0
+	var heldFrom, heldTo time.Time // the key was ours, unacknowledged, within these
 	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
+		sent := time.Now()
 		ok, err := l.attempt(ctx, key, lease.Token)
 		if errors.Is(err, errUnreplicated) {
+			if unacked == 0 {
+				heldFrom = sent
+			}
 			unacked++
+			heldTo = time.Now()
 			return false, nil
 		}
 		return ok, err
 	})
 	if errors.Is(err, ErrNotAcquired) && unacked > 0 {
-		return nil, fmt.Errorf("%w: %d attempt(s) set the key but no replica acknowledged it within %v",
-			err, unacked, l.wait)
+		// Refused, but the key was ours while we waited for replicas: the
+		// others' failures in that time are no spurious failures.
+		return nil, &RefusedError{HeldFrom: heldFrom, HeldTo: heldTo,
+			Reason: fmt.Sprintf("%d attempt(s) set the key but no replica acknowledged it within %v", unacked, l.wait)}
 	}
 	if err != nil {
 		return nil, err

@@ -14,8 +14,9 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
 )
 
 // clockFile is the libfaketime timestamp file of a node, relative to the
@@ -126,7 +127,8 @@ func jumpClock(ctx context.Context, n *cluster.Node, d time.Duration) (time.Dura
 //
 // Prepare starts every redis-server under libfaketime (Debian's faketime
 // package), which is why the fault must be chosen before the topology
-// starts; Start picks a node (seeded) and jumps it. The clock never comes
+// starts; Start picks a node (seeded) and jumps it: aimed (the default), a
+// node that holds a live lease, right after the acquire; blind, any node. The clock never comes
 // back (Heal does nothing): stepping it back would make the keys set in
 // between outlive their TTL, and real clocks are not stepped back to undo a
 // jump either. Each start jumps further ahead.
@@ -156,6 +158,12 @@ func (f *clockJump) Available(t *Target) error {
 	if err := needNodes(t); err != nil {
 		return err
 	}
+	for _, n := range t.Topology.Nodes() {
+		if n.Dir == "" {
+			return fmt.Errorf("moves the clock of a local process through a file in its directory; redis %s runs on the %s backend (use --backend local)",
+				n.Name, n.Backend())
+		}
+	}
 	if !f.prepared {
 		return errors.New("the servers were not started under libfaketime (Prepare was not called)")
 	}
@@ -174,17 +182,32 @@ func (f *clockJump) amount(t *Target) time.Duration {
 	return 2 * t.TTL
 }
 
-func (f *clockJump) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+// Aims implements Aiming.
+func (f *clockJump) Aims() bool { return true }
+
+func (f *clockJump) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	n, err := pickNode(t, rng)
 	if err != nil {
-		return "", err
+		return err
+	}
+	if t.aiming() && t.Clients != nil && t.Clients.Count() > 0 {
+		// The node holding a live lease, right after its acquire.
+		e, holders, err := liveLease(ctx, t, rng, t.Topology.Nodes(), true, func(ProtocolEvent, []*cluster.Node) bool { return true })
+		if err != nil {
+			return err
+		}
+		n = holders[rng.Intn(len(holders))]
+		a := aimAt(e)
+		a.Node = n.Name
+		aimed(mark, a)
 	}
 	d := f.amount(t)
 	total, err := jumpClock(ctx, n, d)
 	if err != nil {
-		return "", err
+		return err
 	}
-	return fmt.Sprintf("%s +%v (now %v ahead)", n.Name, d, total), nil
+	mark.Began(fmt.Sprintf("%s +%v (now %v ahead)", n.Name, d, total))
+	return nil
 }
 
 // Heal leaves the clock where it jumped to.
@@ -236,10 +259,10 @@ func (f *clockJumpPartition) Available(t *Target) error {
 	return f.clock.Available(t)
 }
 
-func (f *clockJumpPartition) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+func (f *clockJumpPartition) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	nodes, err := needMasters(t)
 	if err != nil {
-		return "", err
+		return err
 	}
 	jumper := nodes[rng.Intn(len(nodes))]
 	var others []*cluster.Node
@@ -252,13 +275,14 @@ func (f *clockJumpPartition) Start(ctx context.Context, t *Target, rng *rand.Ran
 	c := rng.Intn(t.Clients.Count())
 	paths := cutPaths(t, []int{c}, minority)
 	f.cut.pick = func(*Target, *rand.Rand) ([]*cluster.Path, string) { return paths, "" }
-	if _, err := f.cut.Start(ctx, t, rng); err != nil {
-		return "", err
+	if err := f.cut.Start(ctx, t, rng, quiet{}); err != nil {
+		return err
 	}
+	mark.Began(fmt.Sprintf("%s <-> %s; %s +%v every %v", ClientName(c), nodeNames(minority), jumper.Name, f.clock.amount(t), t.TTL/4))
 	d, every := f.clock.amount(t), t.TTL/4
 	f.stop, f.done, f.errs = make(chan struct{}), make(chan struct{}), nil
 	go f.jumps(context.WithoutCancel(ctx), jumper, d, every)
-	return fmt.Sprintf("%s <-> %s; %s +%v every %v", ClientName(c), nodeNames(minority), jumper.Name, d, every), nil
+	return nil
 }
 
 // jumps moves n's clock forward by d every period until Heal.

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 // How long a heal waits for Sentinel to finish a failover, and then for the
@@ -22,7 +24,7 @@ const (
 func needSentinel(t *Target) (cluster.FailoverTopology, error) {
 	ft, ok := t.Topology.(cluster.FailoverTopology)
 	if !ok {
-		return nil, errors.New("needs a master under Sentinel (--topology sentinel)")
+		return nil, errors.New("needs a master under Sentinel the harness runs (--topology sentinel, on --backend local or docker)")
 	}
 	return ft, nil
 }
@@ -42,6 +44,11 @@ func needSentinel(t *Target) (cluster.FailoverTopology, error) {
 //     master still serves clients that have not heard of the switch, and
 //     the other replica, not yet re-pointed, still acknowledges what they
 //     write there; all of it is lost when both follow the new master.
+//
+// Aimed (the default), failover-lossy fails the master over (SENTINEL
+// FAILOVER, the fastest switch) right after a live lock has been written on
+// it and on no replica; blind, it kills or pauses it half a TTL after the
+// cut.
 //
 // At heal, once every Sentinel agrees on the new master, the old master
 // comes back (resumed or restarted with its persistence) as a replica of it,
@@ -66,6 +73,9 @@ func newFailoverLossy(Options) Fault { return &failover{name: "failover-lossy", 
 func newSentinelFailover(Options) Fault { return &failover{name: "sentinel-failover", manual: true} }
 
 func (f *failover) Name() string { return f.name }
+
+// Aims implements Aiming: failover-lossy waits for a lock on the master only.
+func (f *failover) Aims() bool { return f.cut }
 
 func (f *failover) Available(t *Target) error {
 	if _, err := needSentinel(t); err != nil {
@@ -95,14 +105,14 @@ const (
 	failKill   = "killed"
 )
 
-func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	ft, err := needSentinel(t)
 	if err != nil {
-		return "", err
+		return err
 	}
 	old, err := ft.Master(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	how, sentinel := failKill, rng.Intn(3)
 	switch {
@@ -115,9 +125,10 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand) (string
 	if !f.cut {
 		if err := f.fail(ctx, ft, old, how, sentinel); err != nil {
 			f.old = nil
-			return "", err
+			return err
 		}
-		return describe(old, how), nil
+		mark.Began(describe(old, how))
+		return nil
 	}
 	// A dropped stream rather than a closed link: the replicas keep their
 	// link "up" (so Sentinel still counts them as candidates) and
@@ -127,22 +138,93 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand) (string
 		pick: func(*Target, *rand.Rand) ([]*cluster.Path, string) {
 			return ft.ReplicationPaths(old), ""
 		}}
-	if _, err := f.toxics.Start(ctx, t, rng); err != nil {
+	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
 		f.toxics, f.old = nil, nil
-		return "", fmt.Errorf("cut replication from %s: %w", old.Name, err)
+		return fmt.Errorf("cut replication from %s: %w", old.Name, err)
 	}
+	if t.aiming() {
+		// SENTINEL FAILOVER: no down-after wait, so the replica lacking
+		// the lock takes over while its lease (and often its hold) runs,
+		// and the old master serves the clients that have not heard of
+		// the switch meanwhile.
+		return f.failMasterOnly(ctx, t, ft, rng, mark, old, failManual, sentinel)
+	}
+	d := lead(t.TTL)
+	mark.Began(fmt.Sprintf("replication from %s cut; %s %v later", old.Name, describe(old, how), d))
 	// The fault starts with the cut (that is when locks begin to exist on
 	// the master only); the master fails later, while it is active.
-	d := lead(t.TTL)
 	f.failed = make(chan error, 1)
 	go func() {
-		if !wait(ctx, d) {
+		if !sleep.For(ctx, d) {
 			f.failed <- errRunEnded
 			return
 		}
-		f.failed <- f.fail(ctx, ft, old, how, sentinel)
+		err := f.fail(ctx, ft, old, how, sentinel)
+		if err == nil {
+			mark.Step(describe(old, how))
+		}
+		f.failed <- err
 	}()
-	return fmt.Sprintf("replication from %s cut; %s %v later", old.Name, describe(old, how), d), nil
+	return nil
+}
+
+// failMasterOnly fails the master once a live lock exists on it and on
+// no replica (read on each node directly), so the replica that wins
+// certainly lacks it; with none in time it fails over all the same.
+func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.FailoverTopology, rng *rand.Rand,
+	mark Marker, old *cluster.Node, how string, sentinel int) error {
+	var replicas []*cluster.Node
+	for _, n := range t.Topology.Nodes() {
+		if n != old {
+			replicas = append(replicas, n)
+		}
+	}
+	// A lock that grants nothing while replication is cut (token-wait
+	// refuses unreplicated writes) must meet the failover all the same:
+	// when no client acquires anything for twice the blind fault's lead,
+	// stop waiting for a lock on the master only.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		q := *t
+		q.Patience = 2 * lead(t.TTL)
+		if _, err := q.next(wctx, Filter{Kind: Acquired, Client: -1}); errors.Is(err, ErrNoTarget) {
+			stop()
+		}
+	}()
+	e, _, err := liveLease(wctx, t, rng, []*cluster.Node{old}, false, func(e ProtocolEvent, _ []*cluster.Node) bool {
+		return len(leaseHolders(ctx, replicas, e.Key, e.Lease)) == 0
+	})
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: no acquire at all while replication was cut", ErrNoTarget)
+	}
+	found := err == nil
+	if errors.Is(err, ErrNoTarget) {
+		// No lock lived on the master only in time: a lock that refuses
+		// unreplicated writes (token-wait) does that. It still faces the
+		// failover it exists to survive.
+		err = nil
+	}
+	if err == nil {
+		err = f.fail(ctx, ft, old, how, sentinel)
+	}
+	if err != nil {
+		f.old = nil // nothing failed over
+		if herr := f.toxics.Heal(context.WithoutCancel(ctx), t); herr != nil {
+			err = errors.Join(err, herr)
+		}
+		f.toxics = nil
+		return err
+	}
+	if !found {
+		mark.Began(fmt.Sprintf("replication from %s cut; %s with no lock granted during the cut", old.Name, describe(old, how)))
+		return nil
+	}
+	a := aimAt(e)
+	a.Node = old.Name
+	aimed(mark, a)
+	mark.Began(fmt.Sprintf("replication from %s cut; %s with %s's lock on it only", old.Name, describe(old, how), ClientName(e.Client)))
+	return nil
 }
 
 func describe(n *cluster.Node, how string) string {

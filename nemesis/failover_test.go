@@ -3,14 +3,15 @@ package nemesis_test
 import (
 	"context"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/nemesis"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/nemesis"
 )
 
 var sentinelFaults = []string{"failover", "failover-lossy", "replication-delay", "sentinel-failover"}
@@ -20,11 +21,11 @@ type plainTopology struct{ cluster.Topology }
 
 func TestFailoverFaultsNeedSentinel(t *testing.T) {
 	for _, name := range sentinelFaults {
-		fs, err := nemesis.New(name, nemesis.Options{})
+		e, err := nemesis.Builtin().Get(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = fs[0].Available(&nemesis.Target{Topology: plainTopology{}, Network: &cluster.Network{}})
+		err = e.New(nemesis.Options{}).Available(&nemesis.Target{Topology: plainTopology{}, Network: &cluster.Network{}})
 		if err == nil || !strings.Contains(err.Error(), "Sentinel") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s on a topology without Sentinel: %v, want a one-line refusal naming Sentinel", name, err)
 		}
@@ -33,11 +34,11 @@ func TestFailoverFaultsNeedSentinel(t *testing.T) {
 
 func fault(t *testing.T, name string) nemesis.Fault {
 	t.Helper()
-	fs, err := nemesis.New(name, nemesis.Options{})
+	e, err := nemesis.Builtin().Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fs[0]
+	return e.New(nemesis.Options{})
 }
 
 func role(t *testing.T, n *cluster.Node) string {
@@ -81,20 +82,8 @@ func healthy(t *testing.T, s *cluster.SentinelTopology, netw *cluster.Network) *
 // cut, the delay keeps a write off the replicas for a while, the manual
 // failover moves the master, and every heal leaves the topology healthy.
 func TestFailoverFaults(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
 	ctx := context.Background()
-	netw, err := cluster.StartNetwork(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { netw.Close() })
-	topo, err := cluster.StartTopology(ctx, "sentinel", cluster.TopologyOptions{Network: netw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { topo.Close() })
+	topo, netw := testredis.Topology(t, "sentinel", cluster.TopologyOptions{})
 	s := topo.(*cluster.SentinelTopology)
 	target := &nemesis.Target{Topology: s, Network: netw, TTL: 400 * time.Millisecond}
 	rng := rand.New(rand.NewSource(1))
@@ -104,7 +93,9 @@ func TestFailoverFaults(t *testing.T) {
 		old := healthy(t, s, netw)
 		// A TTL of 4s gives a 2s cut before the master fails.
 		lossy := &nemesis.Target{Topology: s, Network: netw, TTL: 4 * time.Second}
-		what, err := f.Start(ctx, lossy, rng)
+		m := &marks{}
+		err := f.Start(ctx, lossy, rng, m)
+		what := m.String()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +125,7 @@ func TestFailoverFaults(t *testing.T) {
 	t.Run("replication-delay", func(t *testing.T) {
 		f := fault(t, "replication-delay")
 		m := healthy(t, s, netw)
-		if _, err := f.Start(ctx, target, rng); err != nil {
+		if err := f.Start(ctx, target, rng, &marks{}); err != nil {
 			t.Fatal(err)
 		}
 		c := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
@@ -157,7 +148,7 @@ func TestFailoverFaults(t *testing.T) {
 	t.Run("sentinel-failover", func(t *testing.T) {
 		f := fault(t, "sentinel-failover")
 		old := healthy(t, s, netw)
-		if _, err := f.Start(ctx, target, rng); err != nil {
+		if err := f.Start(ctx, target, rng, &marks{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Heal(ctx, target); err != nil {
@@ -168,3 +159,10 @@ func TestFailoverFaults(t *testing.T) {
 		}
 	})
 }
+
+// marks keeps what a fault marked, for tests that start faults by hand.
+type marks struct{ got []string }
+
+func (m *marks) Began(target string) { m.got = append(m.got, target) }
+func (m *marks) Step(what string)    { m.got = append(m.got, what) }
+func (m *marks) String() string      { return strings.Join(m.got, "; ") }

@@ -7,29 +7,53 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
-	"sort"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/sleep"
+	"github.com/locktorture/locktorture/registry"
 )
 
-// Fault is one kind of failure.
+// Fault is one kind of failure. A fault is built fresh for each run (its
+// Entry's New), starts and heals one injection at a time, and keeps whatever
+// it needs to undo the last one.
 type Fault interface {
-	// Name is the --nemesis name.
+	// Name is the name it is registered and recorded under.
 	Name() string
-	// Available returns an error saying why the fault cannot run on t.
+	// Available returns an error saying why the fault cannot run on t
+	// (a topology without Sentinel, a backend whose servers it cannot stop).
 	Available(t *Target) error
-	// Start injects the fault, choosing what it hits with rng, and returns
-	// a short description of that target for the history.
-	Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error)
+	// Start injects the fault, choosing what it hits with rng. It calls
+	// mark.Began, naming what it hit, at the instant the fault takes effect
+	// (the kill, the toxic in place), so the history's window covers the
+	// damage and nothing before it; later effects of the same injection (a
+	// killed node restarted) go to mark.Step.
+	Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error
 	// Heal undoes what Start did. It is called exactly once after each
-	// successful Start, also when the run is ending.
+	// Start that took effect (returned nil, or called mark.Began before
+	// failing), also when the run is ending.
 	Heal(ctx context.Context, t *Target) error
 }
+
+// Marker stamps a fault's effects on the run's history as they happen.
+type Marker interface {
+	// Began marks the instant the fault took effect and what it hit.
+	Began(target string)
+	// Step marks a later effect of the same injection.
+	Step(what string)
+}
+
+// quiet is the Marker of a fault used inside another one: the outer fault
+// stamps the effects.
+type quiet struct{}
+
+func (quiet) Began(string) {}
+func (quiet) Step(string)  {}
 
 // Instant is implemented by faults that happen at one moment (a crash) and
 // have nothing to heal: the schedule records their heal right after the
@@ -44,6 +68,8 @@ type Gate interface {
 	Points() []string
 	// CrashAt kills the process when it next reaches the named point.
 	CrashAt(point string)
+	// Crash kills the process now: its next step fails.
+	Crash()
 }
 
 // Clients gives client faults the live process of each client.
@@ -59,6 +85,15 @@ type Target struct {
 	Network  *cluster.Network
 	Clients  Clients
 	TTL      time.Duration
+	// Protocol, when set, lets faults wait for the clients' protocol
+	// steps and aim at them (the client that just acquired, the master
+	// holding a live lease); without it, or with Blind, they choose their
+	// target and moment blindly, as --target random asks.
+	Protocol Protocol
+	Blind    bool
+	// Patience bounds how long a fault waits for its target before it
+	// gives up (default: 20 TTLs, at least 5 s).
+	Patience time.Duration
 }
 
 // ClientName is how the network names client i's paths.
@@ -93,79 +128,150 @@ type Options struct {
 	ClockJump time.Duration
 }
 
-// Entry is a registered fault.
+// Entry is one fault of the registry.
 type Entry struct {
 	Name    string
 	Summary string
-	New     func(Options) Fault
+	// New builds the fault for one run from the fault options.
+	New func(Options) Fault
 }
 
-// Entries lists every fault, for `torture list` and for New.
-func Entries() []Entry {
-	es := []Entry{
-		{"latency", "toxiproxy latency (with jitter) on one client's (or every client's) path to one node, per direction", newLatency},
-		{"partition", "cut one client from one node: its packets are dropped, one way or both", newPartition},
-		{"lost-reply", "the command runs on Redis, its reply never reaches the client (short bursts; go-redis retries replay it)", newLostReply},
-		{"pause-redis", "SIGSTOP a redis-server, SIGCONT at heal", newPauseRedis},
-		{"crash-redis", "SIGKILL a redis-server and restart it on the same port (persistence as chosen)", newCrashRedis},
-		{"pause-client", "stop-the-world pause of one client: its loop, watchdog and connections stop", newPauseClient},
-		{"crash-client", "one client dies at a random point of the lock protocol and never releases", newCrashClient},
-		{"failover", "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica", newFailover},
-		{"failover-lossy", "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks", newFailoverLossy},
-		{"replication-delay", "delay the replication stream from the master to every replica (default: the TTL)", newReplicationDelay},
-		{"restart-empty", "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged", newRestartEmpty},
-		{"restart-delayed", "redlock control: SIGKILL a master, restart it empty only after the TTL has passed", newRestartDelayed},
-		{"restart-fsync", "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once", newRestartFsync},
-		{"partition-minority", "redlock: cut one client (or all) from a minority of the masters", newPartitionMinority},
-		{"partition-majority", "redlock: cut one client (or all) from a majority of the masters", newPartitionMajority},
-		{"clock-jump", "a node runs under libfaketime; its wall clock jumps forward by more than the TTL", newClockJump},
-		{"clock-jump-partition", "redlock: cut one client from a minority, and jump the clock of a master it still reaches", newClockJumpPartition},
-		{"sentinel-failover", "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients", newSentinelFailover},
+// About implements registry.Entry.
+func (e Entry) About() (string, string) { return e.Name, e.Summary }
+
+// Check implements registry.Entry.
+func (e Entry) Check() error {
+	if e.New == nil {
+		return registry.ErrNoConstructor
 	}
-	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
-	return es
+	return nil
 }
 
-// New builds the faults named in a comma-separated list.
-func New(list string, opts Options) ([]Fault, error) {
-	var out []Fault
-	seen := map[string]bool{}
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" || seen[name] {
-			continue
-		}
-		seen[name] = true
-		var found bool
-		for _, e := range Entries() {
-			if e.Name == name {
-				out = append(out, e.New(opts))
-				found = true
-				break
-			}
-		}
-		if !found {
-			var names []string
-			for _, e := range Entries() {
-				names = append(names, e.Name)
-			}
-			return nil, fmt.Errorf("unknown nemesis %q (known: %s)", name, strings.Join(names, ", "))
-		}
+// Registry holds the faults a run can inject, by name.
+type Registry = registry.Registry[Entry]
+
+// NewRegistry returns an empty fault registry.
+func NewRegistry() *Registry { return registry.New[Entry]("fault") }
+
+// Builtin returns a registry of every fault this package implements; callers
+// add their own with Register, the same call the built-ins go through.
+func Builtin() *Registry {
+	return registry.Of("fault",
+		Entry{"latency", "toxiproxy latency (with jitter) on one client's (or every client's) path to one node, per direction", newLatency},
+		Entry{"partition", "cut one client from one node: its packets are dropped, one way or both", newPartition},
+		Entry{"lost-reply", "the command runs on Redis, its reply never reaches the client (short bursts; go-redis retries replay it)", newLostReply},
+		Entry{"pause-redis", "SIGSTOP a redis-server, SIGCONT at heal", newPauseRedis},
+		Entry{"crash-redis", "SIGKILL a redis-server and restart it on the same port (persistence as chosen)", newCrashRedis},
+		Entry{"pause-client", "stop-the-world pause of one client: its loop, watchdog and connections stop", newPauseClient},
+		Entry{"crash-client", "one client dies at a random point of the lock protocol and never releases", newCrashClient},
+		Entry{"failover", "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica", newFailover},
+		Entry{"failover-lossy", "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks", newFailoverLossy},
+		Entry{"replication-delay", "delay the replication stream from the master to every replica (default: the TTL)", newReplicationDelay},
+		Entry{"restart-empty", "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged", newRestartEmpty},
+		Entry{"restart-delayed", "redlock control: SIGKILL a master, restart it empty only after the TTL has passed", newRestartDelayed},
+		Entry{"restart-fsync", "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once", newRestartFsync},
+		Entry{"partition-minority", "redlock: cut one client (or all) from a minority of the masters", newPartitionMinority},
+		Entry{"partition-majority", "redlock: cut one client (or all) from a majority of the masters", newPartitionMajority},
+		Entry{"clock-jump", "a node runs under libfaketime; its wall clock jumps forward by more than the TTL", newClockJump},
+		Entry{"clock-jump-partition", "redlock: cut one client from a minority, and jump the clock of a master it still reaches", newClockJumpPartition},
+		Entry{"sentinel-failover", "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients", newSentinelFailover},
+		Entry{"cluster-failover-lossy", "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER FORCE its replica", newClusterFailoverLossy},
+		Entry{"slot-migration", "Redis Cluster: migrate the slot of a live lock to another master (IMPORTING/MIGRATING, MIGRATE, ASK redirects; SETSLOT NODE at heal)", newSlotMigration},
+	)
+}
+
+// Build makes one fault of each entry, for one run.
+func Build(entries []Entry, opts Options) []Fault {
+	out := make([]Fault, len(entries))
+	for i, e := range entries {
+		out[i] = e.New(opts)
 	}
-	return out, nil
+	return out
 }
 
-// Schedule starts and heals faults at seeded random times: quiet for about
-// Interval, one fault (chosen at random) active for about Duration, and so
-// on. The same seed gives the same sequence of choices.
+// Schedule starts and heals faults, one at a time, each chosen with the
+// seed. A fault that aims at the protocol (see Aiming) is started at once
+// and waits itself for the step it aims at (a client's n-th acquire, counted
+// from the seed), so quiet time between such faults is counted in protocol
+// steps and a rerun of the seed hits the same clients at the same steps.
+// Any other fault (or every fault with Target.Blind) follows a quiet time
+// of about Interval (Warmup before the first), then, with a Trigger, the
+// next protocol event of that kind; it stays active for about Duration.
 type Schedule struct {
 	Faults   []Fault
 	Interval time.Duration
 	// Duration a fault stays active; default Interval.
 	Duration time.Duration
+	// Warmup is the quiet time before the first time-driven fault;
+	// default Interval.
+	Warmup time.Duration
+	// Trigger, when set, starts each time-driven fault at the next such
+	// protocol event after its quiet time (TriggerAcquired,
+	// TriggerReleasing); empty starts it when the quiet time ends.
+	Trigger  Trigger
 	Seed     int64
 	Recorder *history.Recorder
 	Logf     func(format string, args ...any)
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Trigger is the protocol event a time-driven fault starts on.
+type Trigger string
+
+// Triggers of a Schedule.
+const (
+	TriggerTime      Trigger = ""
+	TriggerAcquired  Trigger = "acquire"
+	TriggerReleasing Trigger = "release"
+)
+
+// ParseTrigger reads a --trigger value: time, acquire or release.
+func ParseTrigger(s string) (Trigger, error) {
+	switch s {
+	case "", "time":
+		return TriggerTime, nil
+	case "acquire", "release":
+		return Trigger(s), nil
+	}
+	return "", fmt.Errorf("trigger %q: want time, acquire or release", s)
+}
+
+// Aiming is implemented by faults that aim at the protocol when the
+// target lets them (Target.Protocol set, not Blind): they wait in Start
+// for their step, so the schedule does not wait a quiet time before them.
+type Aiming interface{ Aims() bool }
+
+// Stats count what the schedule's fault starts found.
+type Stats struct {
+	// Started: starts that took effect.
+	Started int `json:"started"`
+	// Aimed: of those, the ones that found a protocol target (a client at
+	// its step, a node holding a live lease) and hit it.
+	Aimed int `json:"aimed"`
+	// Waited: of the aimed ones, those that had to wait for it.
+	Waited int `json:"waited"`
+	// Late: of the aimed ones, those whose planned step had passed before
+	// they could wait for it; they hit the next one instead.
+	Late int `json:"late"`
+	// GaveUp: starts that found no target in time and did nothing.
+	GaveUp int `json:"gave_up"`
+	// Failed: starts that failed for another reason.
+	Failed int `json:"failed"`
+}
+
+// Stats returns the counts so far.
+func (s *Schedule) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *Schedule) count(fn func(*Stats)) {
+	s.mu.Lock()
+	fn(&s.stats)
+	s.mu.Unlock()
 }
 
 // Check reports the first fault not available on t.
@@ -178,12 +284,20 @@ func (s *Schedule) Check(t *Target) error {
 	if len(s.Faults) > 0 && s.Interval <= 0 {
 		return fmt.Errorf("nemesis interval must be positive, got %v", s.Interval)
 	}
+	if s.Trigger != TriggerTime && t.Protocol == nil {
+		return fmt.Errorf("nemesis trigger %q needs the clients' protocol steps", s.Trigger)
+	}
 	return nil
 }
 
 // jitter returns d scaled by a factor in [0.5, 1.5).
 func jitter(rng *rand.Rand, d time.Duration) time.Duration {
 	return d/2 + time.Duration(rng.Int63n(int64(d)+1))
+}
+
+func aims(f Fault, t *Target) bool {
+	a, ok := f.(Aiming)
+	return ok && a.Aims() && t.aiming()
 }
 
 // Run runs the schedule until ctx ends; it heals whatever is active before
@@ -200,41 +314,140 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 	if active <= 0 {
 		active = s.Interval
 	}
+	quiet := s.Warmup
+	if quiet <= 0 {
+		quiet = s.Interval
+	}
 	rng := rand.New(rand.NewSource(s.Seed ^ 0x6e656d65736973))
 	for {
-		if !wait(ctx, jitter(rng, s.Interval)) {
-			return
-		}
 		f := s.Faults[rng.Intn(len(s.Faults))]
 		frng := rand.New(rand.NewSource(rng.Int63()))
 		hold := jitter(rng, active)
-		what, err := f.Start(ctx, t, frng)
-		if err != nil {
-			logf("nemesis %s: start: %v", f.Name(), err)
-			continue
+		wait := jitter(rng, quiet)
+		if !aims(f, t) {
+			if !sleep.For(ctx, wait) {
+				return
+			}
+			quiet = s.Interval
+			if s.Trigger != TriggerTime && !s.trigger(ctx, t) {
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
 		}
-		s.Recorder.Info(history.Event{Op: history.FaultStart, Fault: f.Name(), Target: what})
+		m := &marker{rec: s.Recorder, fault: f.Name()}
+		if err := f.Start(ctx, t, frng, m); err != nil {
+			if !m.began {
+				switch {
+				case ctx.Err() != nil:
+					return
+				case errors.Is(err, ErrNoTarget):
+					s.count(func(st *Stats) { st.GaveUp++ })
+					logf("nemesis %s: gave up: %v", f.Name(), err)
+				default:
+					s.count(func(st *Stats) { st.Failed++ })
+					logf("nemesis %s: start: %v", f.Name(), err)
+				}
+				continue
+			}
+			logf("nemesis %s: start: %v", f.Name(), err)
+			// It took effect before failing: heal what it did.
+		}
+		m.Began("") // a fault that never said when it took effect: now
+		s.count(m.tally)
 		if in, ok := f.(Instant); !ok || !in.Instant() {
-			wait(ctx, hold)
+			sleep.For(ctx, hold)
 		}
 		// Heal even when the run is ending: nothing may stay broken.
 		if err := f.Heal(context.WithoutCancel(ctx), t); err != nil {
 			logf("nemesis %s: heal: %v", f.Name(), err)
 		}
-		s.Recorder.Info(history.Event{Op: history.FaultHeal, Fault: f.Name(), Target: what})
+		s.Recorder.Info(history.Event{Op: history.FaultHeal, Fault: f.Name(), Target: m.target()})
 		if ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+// trigger waits for the schedule's trigger event; false if none came.
+func (s *Schedule) trigger(ctx context.Context, t *Target) bool {
+	kind := Acquired
+	if s.Trigger == TriggerReleasing {
+		kind = Releasing
 	}
+	_, err := t.next(ctx, Filter{Kind: kind, Client: -1})
+	if err != nil && ctx.Err() == nil {
+		s.count(func(st *Stats) { st.GaveUp++ })
+	}
+	return err == nil
+}
+
+// marker records one injection's start and steps; the heal event repeats
+// the start's target so the two pair up into a window.
+type marker struct {
+	rec   *history.Recorder
+	fault string
+
+	mu    sync.Mutex
+	began bool
+	what  string
+	aim   *Aim
+}
+
+// Aimed implements Aimer.
+func (m *marker) Aimed(a Aim) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.began {
+		m.aim = &a
+	}
+}
+
+// tally counts the start in st.
+func (m *marker) tally(st *Stats) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st.Started++
+	if a := m.aim; a != nil {
+		st.Aimed++
+		if a.Waited {
+			st.Waited++
+		}
+		if a.Late {
+			st.Late++
+		}
+	}
+}
+
+func (m *marker) Began(target string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.began {
+		return
+	}
+	e := history.Event{Op: history.FaultStart, Fault: m.fault, Target: target}
+	if a := m.aim; a != nil {
+		// What it aimed at: the client, its key and lease, and the step.
+		if a.Client >= 0 {
+			e.Client = a.Client
+		}
+		e.Key, e.Lease = a.Key, a.Lease
+		if a.Step != "" {
+			target += " [aimed at " + a.Step + "]"
+			e.Target = target
+		}
+	}
+	m.began, m.what = true, target
+	m.rec.Info(e)
+}
+
+func (m *marker) Step(what string) {
+	m.rec.Info(history.Event{Op: history.FaultStep, Fault: m.fault, Target: what})
+}
+
+func (m *marker) target() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.what
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 // toxicFault adds one toxic to a set of proxied paths and removes it at heal:
@@ -23,6 +25,8 @@ type toxicFault struct {
 	attrs     func(t *Target) toxiclient.Attributes
 	// pick chooses the paths to hit and describes them.
 	pick func(t *Target, rng *rand.Rand) ([]*cluster.Path, string)
+	// all: the fault hits every client (latency with LatencyAll).
+	all bool
 
 	applied []applied
 }
@@ -56,10 +60,10 @@ func streams(direction string) []string {
 	return []string{"upstream", "downstream"}
 }
 
-func (f *toxicFault) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+func (f *toxicFault) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	paths, what := f.pick(t, rng)
 	if len(paths) == 0 {
-		return "", errors.New("no path to act on")
+		return errors.New("no path to act on")
 	}
 	f.applied = nil
 	for _, p := range paths {
@@ -67,12 +71,13 @@ func (f *toxicFault) Start(ctx context.Context, t *Target, rng *rand.Rand) (stri
 			name := fmt.Sprintf("%s-%s", f.name, s)
 			if _, err := p.Proxy.AddToxic(name, f.toxic, s, f.toxicity, f.attrs(t)); err != nil {
 				_ = f.Heal(ctx, t)
-				return "", fmt.Errorf("add %s toxic to %s->%s: %w", f.toxic, p.From, p.To, err)
+				return fmt.Errorf("add %s toxic to %s->%s: %w", f.toxic, p.From, p.To, err)
 			}
 			f.applied = append(f.applied, applied{p, name})
 		}
 	}
-	return what + " (" + f.direction + ")", nil
+	mark.Began(what + " (" + f.direction + ")")
+	return nil
 }
 
 func (f *toxicFault) Heal(ctx context.Context, t *Target) error {
@@ -143,12 +148,38 @@ func orDefault(s, d string) string {
 // node. Latency above the TTL on acquire replies is the seed's 2.5 s acquire
 // under a 2 s TTL: a lock that does not measure its acquire believes a lease
 // that has already expired, while a faster client takes the key.
+//
+// Aimed (the default), it lands on a client's acquire attempt about to be
+// sent while no client holds the key, the attempt that wins: the toxic is
+// on that client's paths to every node before its command goes out (every
+// client's, with LatencyAll), so the reply of that very command comes late.
+type latency struct{ *toxicFault }
+
+// Aims implements Aiming.
+func (latency) Aims() bool { return true }
+
+func (f latency) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
+	if !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 {
+		return f.toxicFault.Start(ctx, t, rng, mark)
+	}
+	all := f.all
+	// The attempt that will win: the client is about to send it while
+	// nobody holds the key, so its own ok comes back after the TTL.
+	fl := Filter{Kind: Point, Points: []string{"attempt"}, Client: rng.Intn(t.Clients.Count()), Skip: aimSkip(rng), Free: true}
+	return f.aimToxic(ctx, t, fl, mark, func(e ProtocolEvent) ([]*cluster.Path, string) {
+		if all {
+			return clientPaths(t, ""), "all clients <-> every node"
+		}
+		return clientToEveryNode(t, e.Client)
+	})
+}
+
 func newLatency(o Options) Fault {
 	pick := oneClientToOneNode
 	if o.LatencyAll {
 		pick = everyClientToOneNode
 	}
-	return &toxicFault{name: "latency", toxic: "latency", direction: orDefault(o.Direction, "down"), toxicity: 1,
+	return latency{&toxicFault{name: "latency", all: o.LatencyAll, toxic: "latency", direction: orDefault(o.Direction, "down"), toxicity: 1,
 		pick: pick,
 		attrs: func(t *Target) toxiclient.Attributes {
 			lat, jit := o.Latency, o.Jitter
@@ -159,7 +190,7 @@ func newLatency(o Options) Fault {
 				jit = lat / 20
 			}
 			return toxiclient.Attributes{"latency": lat.Milliseconds(), "jitter": jit.Milliseconds()}
-		}}
+		}}}
 }
 
 // oneClientToOneNode picks one client and its path to one node.
@@ -193,7 +224,7 @@ type lostReply struct {
 	toxicFault
 	burst, gap time.Duration
 
-	stop chan struct{}
+	stop context.CancelFunc
 	done chan struct{}
 }
 
@@ -213,48 +244,78 @@ func newLostReply(o Options) Fault {
 }
 
 // Start picks the node and begins the bursts.
-func (f *lostReply) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
-	paths, what := f.pick(t, rng)
+func (f *lostReply) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
+	paths, what := everyClientToOneNode(t, rng)
 	if len(paths) == 0 {
-		return "", errors.New("no path to act on")
+		return errors.New("no path to act on")
 	}
 	f.pick = func(*Target, *rand.Rand) ([]*cluster.Path, string) { return paths, what }
-	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	f.stop, f.done = stop, make(chan struct{})
 	brng := rand.New(rand.NewSource(rng.Int63()))
+	aim := t.aiming() && t.Clients != nil && t.Clients.Count() > 0
+	if aim {
+		what += ", each burst on an acquire or release in flight"
+		aimed(mark, Aim{Client: -1, Step: "acquires and releases in flight"})
+	}
+	mark.Began(fmt.Sprintf("%s (%s, bursts of %v)", what, f.direction, f.burst))
 	go func() {
 		defer close(f.done)
 		for {
-			if _, err := f.toxicFault.Start(ctx, t, brng); err != nil {
+			if aim {
+				// The burst begins as a client is about to send an
+				// acquire or a release to the node.
+				fl := inFlight(brng, -1)
+				if fl.Kind == Acquiring {
+					// The attempt that wins: its SET runs, its ok is
+					// lost, and a replayed SET NX finds its own key.
+					fl = Filter{Kind: Point, Points: []string{"attempt"}, Client: -1, Free: true}
+				}
+				fl.Skip = 0
+				if _, err := t.Protocol.Next(bctx, f.burstOn(bctx, t, fl, paths)); err != nil {
+					return
+				}
+			} else if err := f.toxicFault.Start(bctx, t, brng, quiet{}); err != nil {
 				return
 			}
-			sleepOrStop(f.stop, f.burst)
-			_ = f.toxicFault.Heal(ctx, t)
-			if !sleepOrStop(f.stop, jitter(brng, f.gap)) {
+			sleep.For(bctx, f.burst)
+			_ = f.toxicFault.Heal(context.WithoutCancel(bctx), t)
+			if !sleep.For(bctx, jitter(brng, f.gap)) {
 				return
 			}
 		}
 	}()
-	return fmt.Sprintf("%s (%s, bursts of %v)", what, f.direction, f.burst), nil
+	return nil
 }
+
+// burstOn returns fl with an Act that drops the replies on the paths to the
+// node of the client at the step.
+func (f *lostReply) burstOn(ctx context.Context, t *Target, fl Filter, paths []*cluster.Path) Filter {
+	fl.Act = func(e ProtocolEvent) {
+		var mine []*cluster.Path
+		for _, p := range paths {
+			if p.From == ClientName(e.Client) {
+				mine = append(mine, p)
+			}
+		}
+		f.toxicFault.pick = func(*Target, *rand.Rand) ([]*cluster.Path, string) { return mine, "" }
+		_ = f.toxicFault.Start(ctx, t, nil, quiet{})
+	}
+	return fl
+}
+
+// Aims implements Aiming: false, the fault stays on for its time, but each
+// burst, aimed, lands on an acquire attempt sent while nobody holds the key
+// (the one that wins) or, one time in three, on a release.
+func (f *lostReply) Aims() bool { return false }
 
 // Heal stops the bursts and removes the toxic.
 func (f *lostReply) Heal(ctx context.Context, t *Target) error {
 	if f.stop == nil {
 		return nil
 	}
-	close(f.stop)
+	f.stop()
 	<-f.done
 	f.stop = nil
 	return f.toxicFault.Heal(ctx, t)
-}
-
-func sleepOrStop(stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-stop:
-		return false
-	case <-t.C:
-		return true
-	}
 }

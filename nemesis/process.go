@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 func pickNode(t *Target, rng *rand.Rand) (*cluster.Node, error) {
@@ -22,6 +23,11 @@ func needNodes(t *Target) error {
 	if t.Topology == nil || len(t.Topology.Nodes()) == 0 {
 		return errors.New("needs redis-server processes the harness started")
 	}
+	for _, n := range t.Topology.Nodes() {
+		if err := n.Control(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -35,16 +41,17 @@ func newPauseRedis(Options) Fault { return &pauseRedis{} }
 func (f *pauseRedis) Name() string              { return "pause-redis" }
 func (f *pauseRedis) Available(t *Target) error { return needNodes(t) }
 
-func (f *pauseRedis) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+func (f *pauseRedis) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	n, err := pickNode(t, rng)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := n.Pause(); err != nil {
-		return "", err
+		return err
 	}
 	f.node = n
-	return n.Name, nil
+	mark.Began(n.Name)
+	return nil
 }
 
 func (f *pauseRedis) Heal(ctx context.Context, t *Target) error {
@@ -73,25 +80,27 @@ func newCrashRedis(o Options) Fault {
 func (f *crashRedis) Name() string              { return "crash-redis" }
 func (f *crashRedis) Available(t *Target) error { return needNodes(t) }
 
-func (f *crashRedis) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+func (f *crashRedis) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	n, err := pickNode(t, rng)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if f.persistence != "" {
 		n.SetPersistence(f.persistence)
 	}
 	if err := n.Kill(); err != nil {
-		return "", err
+		return err
 	}
 	f.node = n
-	if f.downtime > 0 && !wait(ctx, f.downtime) {
-		return n.Name, nil // Heal restarts it
+	mark.Began(fmt.Sprintf("%s (killed, persistence %s)", n.Name, n.Persistence))
+	if f.downtime > 0 && !sleep.For(ctx, f.downtime) {
+		return nil // Heal restarts it
 	}
 	if err := n.Restart(context.WithoutCancel(ctx)); err != nil {
-		return "", fmt.Errorf("restart %s: %w", n.Name, err)
+		return fmt.Errorf("restart %s: %w", n.Name, err)
 	}
-	return fmt.Sprintf("%s (restarted, persistence %s)", n.Name, n.Persistence), nil
+	mark.Step(n.Name + " restarted")
+	return nil
 }
 
 // Heal makes sure the node runs again.
@@ -108,11 +117,23 @@ func (f *crashRedis) Heal(ctx context.Context, t *Target) error {
 // loop, its watchdog and its connections all stop, also between sending a
 // command and reading the reply, while its lease runs out in Redis. When it
 // resumes it goes on as if it still held the lock.
-type pauseClient struct{ gate Gate }
+//
+// Aimed (the default), it stops a client (seeded) right after one of its
+// acquires (the step numbered from the seed), before its work begins, and
+// keeps it stopped until its lease has expired and a margin has passed for
+// another client to take the key: every lease lock shows two holders, the
+// paused one past its lease. Blind, it stops a random client wherever it is.
+type pauseClient struct {
+	gate  Gate
+	until time.Time // an aimed pause lasts at least until then
+}
 
 func newPauseClient(Options) Fault { return &pauseClient{} }
 
 func (f *pauseClient) Name() string { return "pause-client" }
+
+// Aims implements Aiming.
+func (f *pauseClient) Aims() bool { return true }
 
 func (f *pauseClient) Available(t *Target) error {
 	if t.Clients == nil {
@@ -121,34 +142,72 @@ func (f *pauseClient) Available(t *Target) error {
 	return nil
 }
 
-func (f *pauseClient) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+// outlive is how long past a lease's expiry an aimed pause lasts: time for
+// a waiting client to retry and win the key.
+func outlive(ttl time.Duration) time.Duration { return max(ttl/2, 50*time.Millisecond) }
+
+func (f *pauseClient) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	c := rng.Intn(t.Clients.Count())
+	if t.aiming() {
+		var paused time.Time
+		e, err := t.next(ctx, Filter{Kind: Acquired, Client: c, Skip: aimSkip(rng), Act: func(e ProtocolEvent) {
+			e.Gate.Pause() // before the client's work begins
+			paused = time.Now()
+			aimed(mark, aimAt(e))
+			mark.Began(fmt.Sprintf("%s (paused holding %s until %v past its lease)", ClientName(e.Client), e.Key, outlive(t.TTL)))
+		}})
+		if err != nil {
+			return err
+		}
+		f.gate = e.Gate
+		// Past the lease by the client's own clock too: a watchdog that
+		// renewed just before the pause keeps the key a TTL longer.
+		ttl := e.TTL
+		if ttl <= 0 {
+			ttl = t.TTL
+		}
+		f.until = paused.Add(ttl + outlive(t.TTL))
+		return nil
+	}
 	g := t.Clients.Gate(c)
 	if g == nil {
-		return "", fmt.Errorf("client %d has no live process", c)
+		return fmt.Errorf("client %d has no live process", c)
 	}
 	g.Pause()
-	f.gate = g
-	return ClientName(c), nil
-}
-
-func (f *pauseClient) Heal(ctx context.Context, t *Target) error {
-	if f.gate != nil {
-		f.gate.Resume()
-		f.gate = nil
-	}
+	f.gate, f.until = g, time.Time{}
+	mark.Began(ClientName(c))
 	return nil
 }
 
-// crashClient kills one client at a random point of the lock protocol: a
-// point chosen among those the process has passed (between SETNX and PEXPIRE
-// included), where it dies the next time it gets there. It never releases what
-// it holds; a fresh client takes its place.
+// Heal resumes the client, not before an aimed pause has outlived the lease.
+func (f *pauseClient) Heal(ctx context.Context, t *Target) error {
+	if f.gate == nil {
+		return nil
+	}
+	sleep.For(ctx, time.Until(f.until))
+	f.gate.Resume()
+	f.gate = nil
+	return nil
+}
+
+// crashClient kills one client inside its lock protocol, where it never
+// releases what it holds; a fresh client takes its place.
+//
+// Aimed (the default), it picks a client with the seed and, for two starts
+// in three, kills it between the commands of its protocol (the points the
+// lock reports beyond the workload's own: between SETNX and PEXPIRE, after
+// the fencing INCR...) at the first such point after its numbered acquire,
+// if the lock has any; else as a holder, at its numbered hold. Blind, it picks a point
+// among those the process has passed, where it dies the next time it gets
+// there.
 type crashClient struct{}
 
 func newCrashClient(Options) Fault { return crashClient{} }
 
 func (crashClient) Name() string { return "crash-client" }
+
+// Aims implements Aiming.
+func (crashClient) Aims() bool { return true }
 
 func (crashClient) Available(t *Target) error {
 	if t.Clients == nil {
@@ -157,20 +216,63 @@ func (crashClient) Available(t *Target) error {
 	return nil
 }
 
-func (crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+// workloadPoints are the protocol points every process passes whatever its
+// lock: the waits and steps of the workload and the generic retry loop.
+var workloadPoints = map[string]bool{"attempt": true, "wait": true, "hold": true, "work-done": true,
+	"release": true, "watchdog": true}
+
+// midPoints are the points of the lock's own protocol, between two of its
+// commands, that the run's clients have reached.
+func midPoints(t *Target) []string {
+	var out []string
+	for _, p := range t.Protocol.Points() {
+		if !workloadPoints[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	c := rng.Intn(t.Clients.Count())
+	if t.aiming() {
+		skip, between, pick := aimSkip(rng), rng.Intn(3) < 2, rng.Int()
+		how := "holding its lease"
+		f := Filter{Kind: Point, Client: c, Skip: skip, Points: []string{"hold"},
+			Act: func(e ProtocolEvent) {
+				// Marked first: the client records its crash as it dies.
+				aimed(mark, aimAt(e))
+				mark.Began(fmt.Sprintf("%s (killed at %s, %s)", ClientName(e.Client), e.Point, how))
+				e.Gate.Crash()
+			}}
+		if between {
+			// Its numbered acquire first, then the next point between
+			// two commands of its protocol: which points the lock has
+			// is known once the client has gone through it.
+			e, err := t.next(ctx, Filter{Kind: Acquired, Client: c, Skip: skip})
+			if err != nil {
+				return err
+			}
+			if mids := midPoints(t); len(mids) > 0 {
+				how = "between the commands of its protocol"
+				f.Client, f.Points, f.Next = e.Client, []string{mids[pick%len(mids)]}, true
+			}
+		}
+		_, err := t.next(ctx, f)
+		return err
+	}
 	g := t.Clients.Gate(c)
 	if g == nil {
-		return "", fmt.Errorf("client %d has no live process", c)
+		return fmt.Errorf("client %d has no live process", c)
 	}
-	points := g.Points()
-	if len(points) == 0 {
-		g.CrashAt("attempt")
-		return ClientName(c) + " (at its next attempt)", nil
+	p := "attempt"
+	if points := g.Points(); len(points) > 0 {
+		p = points[rng.Intn(len(points))]
 	}
-	p := points[rng.Intn(len(points))]
 	g.CrashAt(p)
-	return fmt.Sprintf("%s (at its next %s)", ClientName(c), p), nil
+	// The crash itself is recorded by the client when it reaches the point.
+	mark.Began(fmt.Sprintf("%s (at its next %s)", ClientName(c), p))
+	return nil
 }
 
 func (crashClient) Heal(context.Context, *Target) error { return nil }

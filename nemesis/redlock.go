@@ -9,7 +9,9 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 // Preparer is a fault that needs the Redis servers started its own way (under
@@ -49,6 +51,9 @@ func needMasters(t *Target) ([]*cluster.Node, error) {
 		return nil, fmt.Errorf("needs %d or more independent masters (--topology redlock), not topology %s",
 			redlockMasters, name)
 	}
+	if err := needNodes(t); err != nil {
+		return nil, err
+	}
 	return m.Nodes(), nil
 }
 
@@ -68,6 +73,10 @@ func needMasters(t *Target) ([]*cluster.Node, error) {
 //     with every key it acknowledged: no double holder. This is the explicit
 //     fsync control; crash-redis with --persistence always is the same
 //     fault for any topology.
+//
+// Aimed (the default), each restarts a master that holds a live lease (read
+// on the node itself): one a client holds, or the next right after its
+// acquire; blind, any master.
 type restartNode struct {
 	name    string
 	delayed bool
@@ -83,6 +92,16 @@ func newRestartDelayed(Options) Fault { return &restartNode{name: "restart-delay
 func newRestartFsync(Options) Fault   { return &restartNode{name: "restart-fsync", fsync: true} }
 
 func (f *restartNode) Name() string { return f.name }
+
+// Aims implements Aiming.
+func (f *restartNode) Aims() bool { return true }
+
+// Instant implements Instant: the node is back when Start returns, so the
+// next restart can aim at the same lease while it lives. One restart
+// breaks a lease held by a bare majority (the restarted node and the free
+// ones make a majority for someone else); a lease on more nodes needs one
+// restart per node above the majority, each landing within it.
+func (f *restartNode) Instant() bool { return true }
 
 // Prepare makes every node of restart-fsync run AOF with fsync always, so
 // that what a node acknowledged is on disk before the kill.
@@ -108,10 +127,10 @@ func (f *restartNode) Available(t *Target) error {
 // was written with, plus a margin for the server's own expiry granularity.
 func downtime(t *Target) time.Duration { return t.TTL + t.TTL/10 + 10*time.Millisecond }
 
-func (f *restartNode) Start(ctx context.Context, t *Target, rng *rand.Rand) (string, error) {
+func (f *restartNode) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	nodes, err := needMasters(t)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if f.fsync {
 		// Only a node that ran with AOF always all along keeps its keys.
@@ -123,34 +142,65 @@ func (f *restartNode) Start(ctx context.Context, t *Target, rng *rand.Rand) (str
 		}
 		nodes = synced
 		if len(nodes) == 0 {
-			return "", errors.New("no master runs with AOF fsync always")
+			return errors.New("no master runs with AOF fsync always")
 		}
 	}
 	n := nodes[rng.Intn(len(nodes))]
+	if t.aiming() {
+		// A master holding a live lease: one a client holds now, or the
+		// next right after its acquire. Best a lease held on no more than
+		// a majority: forgetting it on one node leaves a minority, and
+		// another client can win the majority within the lease (a lease
+		// on every master survives one restart). Half the patience goes to
+		// finding one, then any live lease will do; the controls take the
+		// first live lease.
+		quorum := len(t.Topology.Nodes())/2 + 1
+		narrow := *t
+		narrow.Patience = t.patience() / 2
+		err := ErrNoTarget
+		var e ProtocolEvent
+		var holders []*cluster.Node
+		if !f.delayed && !f.fsync {
+			e, holders, err = liveLease(ctx, &narrow, rng, nodes, true, func(_ ProtocolEvent, h []*cluster.Node) bool { return len(h) <= quorum })
+		}
+		if errors.Is(err, ErrNoTarget) {
+			e, holders, err = liveLease(ctx, t, rng, nodes, true, func(ProtocolEvent, []*cluster.Node) bool { return true })
+		}
+		if err != nil {
+			return err
+		}
+		n = holders[rng.Intn(len(holders))]
+		a := aimAt(e)
+		a.Node = n.Name
+		aimed(mark, a)
+	}
 	if !f.fsync {
 		n.SetPersistence(cluster.PersistNone)
 	}
 	if err := n.Kill(); err != nil {
-		return "", err
+		return err
 	}
 	f.node = n
+	mark.Began(n.Name + " (killed)")
 	if f.delayed {
 		d := downtime(t)
 		f.back = time.Now().Add(d)
-		if !wait(ctx, d) {
-			return n.Name + " (killed; restarts empty at heal, past the TTL)", nil
+		if !sleep.For(ctx, d) {
+			return nil // Heal restarts it, past the TTL
 		}
 	}
 	if err := n.Restart(context.WithoutCancel(ctx)); err != nil {
-		return "", fmt.Errorf("restart %s: %w", n.Name, err)
+		return fmt.Errorf("restart %s: %w", n.Name, err)
 	}
 	switch {
 	case f.delayed:
-		return fmt.Sprintf("%s (down %v, restarted empty)", n.Name, downtime(t)), nil
+		mark.Step(fmt.Sprintf("%s restarted empty after %v", n.Name, downtime(t)))
 	case f.fsync:
-		return n.Name + " (restarted at once from its AOF, fsync always)", nil
+		mark.Step(n.Name + " restarted from its AOF (fsync always)")
+	default:
+		mark.Step(n.Name + " restarted empty at once")
 	}
-	return n.Name + " (restarted empty at once)", nil
+	return nil
 }
 
 // Heal makes sure the node runs again; a delayed restart still waits out the
@@ -163,7 +213,7 @@ func (f *restartNode) Heal(ctx context.Context, t *Target) error {
 		return nil
 	}
 	if f.delayed {
-		if d := time.Until(f.back); d > 0 && !wait(ctx, d) {
+		if d := time.Until(f.back); d > 0 && !sleep.For(ctx, d) {
 			return ctx.Err()
 		}
 	}
@@ -179,6 +229,10 @@ func (f *restartNode) Heal(ctx context.Context, t *Target) error {
 type quorumPartition struct {
 	*toxicFault
 	scope string
+	// choose picks the nodes and clients to cut; aimClient is the client
+	// the cut waits for (the one cut, or one of them).
+	choose    func(t *Target, rng *rand.Rand) ([]*cluster.Path, string)
+	aimClient int
 }
 
 func newPartitionMinority(o Options) Fault { return newQuorumPartition("partition-minority", false, o) }
@@ -188,20 +242,40 @@ func newQuorumPartition(name string, majority bool, o Options) Fault {
 	f := &quorumPartition{scope: o.PartitionClients}
 	f.toxicFault = &toxicFault{name: name, toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
 		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick: func(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
-			nodes, err := needMasters(t)
-			if err != nil || t.Clients == nil || t.Clients.Count() == 0 {
-				return nil, ""
-			}
-			size := len(nodes) - (len(nodes)/2 + 1) // the most a majority can lose
-			if majority {
-				size = len(nodes)/2 + 1
-			}
-			cut := pickNodes(nodes, size, rng)
-			clients, who := pickClients(t, f.scope, rng)
-			return cutPaths(t, clients, cut), who + " <-> " + nodeNames(cut)
-		}}
+	}
+	f.choose = func(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
+		nodes, err := needMasters(t)
+		if err != nil || t.Clients == nil || t.Clients.Count() == 0 {
+			return nil, ""
+		}
+		size := len(nodes) - (len(nodes)/2 + 1) // the most a majority can lose
+		if majority {
+			size = len(nodes)/2 + 1
+		}
+		cut := pickNodes(nodes, size, rng)
+		clients, who := pickClients(t, f.scope, rng)
+		f.aimClient = clients[rng.Intn(len(clients))]
+		return cutPaths(t, clients, cut), who + " <-> " + nodeNames(cut)
+	}
+	f.pick = f.choose
 	return f
+}
+
+// Aims implements Aiming.
+func (f *quorumPartition) Aims() bool { return true }
+
+// Start cuts, aimed (the default), as a client (seeded) is about to send an
+// acquire: the cut is in place before its commands go out. Blind, at once.
+func (f *quorumPartition) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
+	if !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 {
+		return f.toxicFault.Start(ctx, t, rng, mark)
+	}
+	paths, what := f.choose(t, rng)
+	if len(paths) == 0 {
+		return errors.New("no path to act on")
+	}
+	fl := Filter{Kind: Acquiring, Client: f.aimClient, Skip: aimSkip(rng)}
+	return f.aimToxic(ctx, t, fl, mark, func(ProtocolEvent) ([]*cluster.Path, string) { return paths, what })
 }
 
 func (f *quorumPartition) Available(t *Target) error {

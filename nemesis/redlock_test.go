@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/testredis"
 )
 
 func needRedisForFaults(t *testing.T) {
@@ -86,7 +88,9 @@ func TestRestartFaults(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			what, err := f.Start(ctx, target, rand.New(rand.NewSource(1)))
+			m := &recordedMarks{}
+			err := f.Start(ctx, target, rand.New(rand.NewSource(1)), m)
+			what := m.String()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +129,7 @@ func TestRedlockFaultsRefuseOneNode(t *testing.T) {
 	topo := startFaultTopology(t, "single", 0)
 	for _, name := range []string{"restart-empty", "restart-delayed", "restart-fsync", "partition-minority",
 		"partition-majority", "clock-jump-partition"} {
-		fs, err := New(name, Options{})
+		fs, err := newFaults(name, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,11 +151,7 @@ func (countedClients) Gate(int) Gate { return nil }
 func TestQuorumPartition(t *testing.T) {
 	needRedisForFaults(t)
 	ctx := context.Background()
-	netw, err := cluster.StartNetwork(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { netw.Close() })
+	netw := testredis.Network(t)
 	topo := startFaultTopology(t, "redlock", 5)
 	const clients = 4
 	for c := 0; c < clients; c++ {
@@ -172,7 +172,7 @@ func TestQuorumPartition(t *testing.T) {
 		{"partition-majority", "one", 3},
 		{"partition-majority", "all", 3 * clients},
 	} {
-		fs, err := New(tc.name, Options{PartitionClients: tc.scope})
+		fs, err := newFaults(tc.name, Options{PartitionClients: tc.scope})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,9 @@ func TestQuorumPartition(t *testing.T) {
 		if err := f.Available(target); err != nil {
 			t.Fatal(err)
 		}
-		what, err := f.Start(ctx, target, rand.New(rand.NewSource(7)))
+		m := &recordedMarks{}
+		err = f.Start(ctx, target, rand.New(rand.NewSource(7)), m)
+		what := m.String()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +202,7 @@ func TestQuorumPartition(t *testing.T) {
 			}
 		}
 	}
-	bad, _ := New("partition-minority", Options{PartitionClients: "some"})
+	bad, _ := newFaults("partition-minority", Options{PartitionClients: "some"})
 	if err := bad[0].Available(target); err == nil {
 		t.Error("partition clients \"some\" accepted")
 	}
@@ -239,7 +241,9 @@ func TestClockJump(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(1))
 	for i := 1; i <= 2; i++ {
-		what, err := f.Start(ctx, target, rng)
+		m := &recordedMarks{}
+		err := f.Start(ctx, target, rng, m)
+		what := m.String()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,11 +279,7 @@ func TestClockJump(t *testing.T) {
 func TestClockJumpPartition(t *testing.T) {
 	needFaketime(t)
 	ctx := context.Background()
-	netw, err := cluster.StartNetwork(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { netw.Close() })
+	netw := testredis.Network(t)
 	f := newClockJumpPartition(Options{}).(*clockJumpPartition)
 	topo := startFaultTopology(t, "redlock", 3, f)
 	for c := 0; c < 2; c++ {
@@ -294,7 +294,9 @@ func TestClockJumpPartition(t *testing.T) {
 	if err := f.Available(target); err != nil {
 		t.Fatal(err)
 	}
-	what, err := f.Start(ctx, target, rand.New(rand.NewSource(3)))
+	m := &recordedMarks{}
+	err := f.Start(ctx, target, rand.New(rand.NewSource(3)), m)
+	what := m.String()
 	if err != nil {
 		t.Fatal(err)
 	}

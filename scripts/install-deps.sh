@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what locktorture's runs and tests need when it is missing:
-# redis-server (and redis-sentinel) and libfaketime, from Debian's packages.
+# redis-server (and redis-sentinel), libfaketime, and chromium (the report
+# tests render report.html in it), from Debian's packages.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

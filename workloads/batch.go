@@ -115,7 +115,7 @@ func (w *Batch) Table() *TaskTable { return w.table }
 // Step implements Workload.
 func (w *Batch) Step(ctx context.Context, p *Process) error {
 	o := w.opts.MutexOptions
-	key := Key(p.Rand.Intn(o.Keys))
+	key := o.Key(p.Rand.Intn(o.Keys))
 	hold, overrun := drawHold(o, p)
 	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
 	lease, err := Acquire(ctx, p, key)

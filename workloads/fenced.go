@@ -100,7 +100,7 @@ func (w *Fenced) Store() *FencedStore { return w.store }
 
 // Step implements Workload.
 func (w *Fenced) Step(ctx context.Context, p *Process) error {
-	key := Key(p.Rand.Intn(w.opts.Keys))
+	key := w.opts.Key(p.Rand.Intn(w.opts.Keys))
 	hold, overrun := drawHold(w.opts, p)
 	abandon := w.opts.Abandon > 0 && p.Rand.Float64() < w.opts.Abandon
 	lease, err := Acquire(ctx, p, key)

@@ -25,6 +25,9 @@ type Gate struct {
 	crashIn int    // steps left before a scheduled crash; -1 when none
 	crashAt string // the protocol point where a scheduled crash lands
 	points  map[string]bool
+	// observe, when set, is told of each point before the step takes
+	// effect, so a crash or pause aimed at the point lands on it.
+	observe func(point string)
 }
 
 // NewGate returns a gate for a running process.
@@ -141,6 +144,9 @@ func (g *Gate) wait(ctx context.Context) (time.Duration, error) {
 // Step is a point of the protocol where the process can be stopped: it blocks
 // while paused and fails once crashed. It fits locks.Hooks.Step.
 func (g *Gate) Step(ctx context.Context, point string) error {
+	if g.observe != nil {
+		g.observe(point)
+	}
 	g.mu.Lock()
 	g.points[point] = true
 	if g.crashAt != "" && g.crashAt == point {

@@ -55,7 +55,14 @@ type MutexOptions struct {
 	Abandon float64
 	// Think is the pause between a release and the next acquire.
 	Think time.Duration
+	// KeyPrefix starts every key the workload uses (lock keys and the
+	// resource's own), so that a run on a user's Redis touches only keys
+	// it can find and delete afterwards.
+	KeyPrefix string
 }
+
+// Key names the i-th lock key of the run: KeyPrefix + Key(i).
+func (o MutexOptions) Key(i int) string { return o.KeyPrefix + Key(i) }
 
 // Mutex is the mutex workload: acquire a random key with the lock's own
 // wait, read-modify-write its counter inside the hold, release.
@@ -113,7 +120,7 @@ func bounded(hold time.Duration, overrun bool, lease *locks.Lease) time.Duration
 
 // Step implements Workload.
 func (m *Mutex) Step(ctx context.Context, p *Process) error {
-	key := Key(p.Rand.Intn(m.opts.Keys))
+	key := m.opts.Key(p.Rand.Intn(m.opts.Keys))
 	hold, overrun := m.holdTime(p)
 	abandon := m.opts.Abandon > 0 && p.Rand.Float64() < m.opts.Abandon
 	lease, err := Acquire(ctx, p, key)
@@ -178,20 +185,20 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 		in.Lease = p.LastToken()
 	}
 	inv := p.Invoke(in)
-	p.attempts.Store(0)
-	p.sent.Store(0)
-	lease, err := p.Lock.Acquire(ctx, key)
+	p.observe(StepEvent{Kind: StepAcquiring, Key: key, TTL: r.cfg.TTL})
+	wctx, w := p.watchWire(ctx)
+	lease, err := p.Lock.Acquire(wctx, key)
 	r.stats.Ops.Add(1)
 	if died(err) {
 		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error(), Lease: p.LastToken(), TTLMillis: ttl})
 		return nil, err
 	}
 	t := Outcome(err)
-	with := history.Event{Error: errText(err), Attempts: int(p.attempts.Load())}
+	with := history.Event{Error: errText(err)}
+	p.attemptFields(w, inv, t, err, &with)
 	switch t {
 	case history.OK:
 		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
-		with.Sent = p.sent.Load()
 		if _, d, ok := history.ParseReentrantLease(lease.Token); ok {
 			with.Value = history.Int64(d)
 		}
@@ -209,6 +216,9 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 	if t != history.OK {
 		return nil, nil
 	}
+	if op == history.Acquire {
+		p.observeAcquired(key, lease)
+	}
 	return lease, nil
 }
 
@@ -217,8 +227,11 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	r := p.r
 	inv := p.Invoke(history.Event{Op: history.Release, Key: lease.Key, Lease: lease.Token})
+	p.observe(StepEvent{Kind: StepReleasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
 	r.unhold(lease.Key, lease.Token)
-	deleted, err := p.Lock.Release(ctx, lease)
+	rctx, cancel := context.WithTimeout(ctx, ReleaseBound(r.cfg.TTL))
+	deleted, err := p.Lock.Release(rctx, lease)
+	cancel()
 	r.stats.Ops.Add(1)
 	if died(err) {
 		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error()})
@@ -235,6 +248,13 @@ func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	p.Complete(inv, t, with)
 	return nil
 }
+
+// ReleaseBound is how long the harness lets one Release run before it gives
+// up on it (an unknown outcome): a library's release that waits on its
+// background goroutines or on a dead connection must not stall its client
+// for the rest of the run. Two TTLs and ten seconds leave room for a client
+// pause landing inside the release.
+func ReleaseBound(ttl time.Duration) time.Duration { return 2*ttl + 10*time.Second }
 
 // died reports whether err means the process was killed mid-operation. Its
 // open operation completes unknown under the same process id, and the crash

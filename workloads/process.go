@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,19 +47,6 @@ type Process struct {
 	lastToken atomic.Value // string: the token of the latest acquire attempt
 	tokens    int
 	watchdog  atomic.Int64 // process id of the renewals, 0 until the first
-	attempts  atomic.Int64 // tries of the acquire in progress
-	sent      atomic.Int64 // when the latest try was sent, on the history clock
-}
-
-// step is the lock's Hooks.Step: the gate's, counting acquire attempts.
-func (p *Process) step(ctx context.Context, point string) error {
-	if point == "attempt" {
-		err := p.Gate.Step(ctx, point)
-		p.attempts.Add(1)
-		p.sent.Store(int64(p.r.cfg.Recorder.Now()))
-		return err
-	}
-	return p.Gate.Step(ctx, point)
 }
 
 // ID is the process id that stamps the process's operations now.
@@ -104,10 +92,18 @@ type Config struct {
 	// Connect opens a new process's Redis connections; every connection it
 	// dials must go through gate.Conn so that pauses and crashes reach it.
 	Connect func(client int, gate *Gate) ([]redis.UniversalClient, error)
+	// Dial, when set, gives a new process the dial function behind its
+	// connections (through its proxies and gate), for locks whose library
+	// opens its own (locks.Config.Dial).
+	Dial func(client int, gate *Gate) func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Recorder receives the history.
 	Recorder *history.Recorder
 	// Logf reports harness trouble (a process that could not start).
 	Logf func(format string, args ...any)
+	// Observe, when set, is told of every protocol step of every process
+	// (see StepEvent), in the process's goroutine: the nemesis aims its
+	// faults with it.
+	Observe func(StepEvent)
 }
 
 // Stats are live counters for the status line.
@@ -210,14 +206,23 @@ func (r *Runner) client(ctx, ops context.Context, w Workload, c int) {
 func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 	p := &Process{Client: c, Gate: NewGate(), Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
 	p.id.Store(int64(r.newProcessID()))
+	if r.cfg.Observe != nil {
+		p.Gate.observe = func(point string) { p.observe(StepEvent{Kind: StepPoint, Point: point}) }
+	}
 	p.lastToken.Store("")
 	nodes, err := r.cfg.Connect(c, p.Gate)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	p.Nodes = nodes
+	// Attempts and lease starts come from the wire, whatever the lock
+	// calls its protocol points (see StampSends).
+	StampSends(nodes)
 	lc := r.cfg.LockConfig
 	lc.Nodes = nodes
+	if r.cfg.Dial != nil {
+		lc.Dial = r.cfg.Dial(c, p.Gate)
+	}
 	lc.Rand = rand.New(rand.NewSource(rng.Int63()))
 	lc.NewToken = func() string {
 		p.tokens++
@@ -225,7 +230,7 @@ func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 		p.lastToken.Store(t)
 		return t
 	}
-	lc.Hooks = locks.Hooks{Step: p.step, Renew: p.renewHook()}
+	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook()}
 	lk, err := r.cfg.Lock(lc)
 	if err != nil {
 		closeAll(nodes)
@@ -263,6 +268,11 @@ func (r *Runner) retire(p *Process, err error) {
 		r.cfg.Logf("client %d: %v", p.Client, err)
 	}
 	p.Gate.Crash() // whatever still runs in it (a watchdog) stops now
+	if c, ok := p.Lock.(locks.Closer); ok {
+		if err := c.Close(); err != nil {
+			r.cfg.Logf("client %d: close lock: %v", p.Client, err)
+		}
+	}
 	r.dropHolds(p.Client)
 	closeAll(p.Nodes)
 }

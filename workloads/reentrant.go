@@ -56,7 +56,7 @@ func (w *Reentrant) Name() string { return "reentrant" }
 // Step implements Workload.
 func (w *Reentrant) Step(ctx context.Context, p *Process) error {
 	o := w.opts.MutexOptions
-	key := Key(p.Rand.Intn(o.Keys))
+	key := o.Key(p.Rand.Intn(o.Keys))
 	depth := 1 + p.Rand.Intn(w.opts.MaxDepth)
 	hold, overrun := drawHold(o, p)
 	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
@@ -142,7 +142,9 @@ func countedRelease(ctx context.Context, p *Process, lease *locks.Lease, op hist
 		n, err = cr.ReleaseCount(ctx, lease)
 		deleted, left = n == 0, history.Int64(n)
 	} else {
-		deleted, err = p.Lock.Release(ctx, lease)
+		rctx, cancel := context.WithTimeout(ctx, ReleaseBound(r.cfg.TTL))
+		deleted, err = p.Lock.Release(rctx, lease)
+		cancel()
 	}
 	r.stats.Ops.Add(1)
 	if died(err) {

@@ -132,9 +132,9 @@ func (w *Stock) buyLua(ctx context.Context, p *Process, item int, round, user in
 	if err := p.Gate.Step(ctx, "buy"); err != nil {
 		return false, err
 	}
-	sk := StockKey(item, round)
+	sk := w.opts.KeyPrefix + StockKey(item, round)
 	done := resourceOp(p, history.Event{Op: history.Buy, Key: sk, Value: history.Int64(user)})
-	n, err := sellScript.Run(ctx, p.Nodes[0], []string{sk, UsersKey(item, round)}, user).Int64()
+	n, err := sellScript.Run(ctx, p.Nodes[0], []string{sk, w.opts.KeyPrefix + UsersKey(item, round)}, user).Int64()
 	switch {
 	case died(err):
 		done.died(err)
@@ -158,14 +158,14 @@ func (w *Stock) buyLocked(ctx context.Context, p *Process, item int, round, user
 	o := w.opts.MutexOptions
 	hold, overrun := drawHold(o, p)
 	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
-	lease, err := Acquire(ctx, p, Key(item))
+	lease, err := Acquire(ctx, p, w.opts.Key(item))
 	if err != nil || lease == nil {
 		return false, err
 	}
 	if err := p.Gate.Step(ctx, "hold"); err != nil {
 		return false, err
 	}
-	sk, uk := StockKey(item, round), UsersKey(item, round)
+	sk, uk := w.opts.KeyPrefix+StockKey(item, round), w.opts.KeyPrefix+UsersKey(item, round)
 	rdb := p.Nodes[0]
 	buy := resourceOp(p, history.Event{Op: history.Buy, Key: sk, Value: history.Int64(user)})
 	outcome, err := func() (history.Type, error) {
@@ -223,7 +223,7 @@ func (w *Stock) nextSale(ctx context.Context, p *Process, item int, round int64)
 	if err := p.Gate.Step(ctx, "restock"); err != nil {
 		return err
 	}
-	sk := StockKey(item, round+1)
+	sk := w.opts.KeyPrefix + StockKey(item, round+1)
 	done := resourceOp(p, history.Event{Op: history.Restock, Key: sk, Value: history.Int64(int64(w.opts.Units))})
 	set, err := p.Nodes[0].SetNX(ctx, sk, w.opts.Units, 0).Result()
 	switch {

@@ -17,15 +17,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/nemesis"
-	"github.com/redis/go-redis/v9"
+	"github.com/locktorture/locktorture/registry"
 )
 
-// Exit codes, as in DESIGN.md.
+// Exit codes, as the README documents them: 0 valid (or as expected), 1 a
+// violation or not as expected, 2 bad input or a harness error.
 const (
 	exitValid   = 0
 	exitInvalid = 1
@@ -47,7 +49,11 @@ func (quiet) Printf(context.Context, string, ...any) {}
 const usageText = `usage:
   torture run   --lock NAME [flags]     put a lock under concurrent clients and check the history
   torture check RUN_DIR|HISTORY [flags] re-check a saved history without Redis
+  torture report RUN_DIR|RESULTS_DIR    write report.html of a run, or index.html of a results folder
+  torture matrix SPEC.yaml [--seeds A..B] [--out DIR] [--cells FILTER]
+                                        run a spec of locks x faults x seeds against its expectations
   torture list                          list the locks
+  torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left
 Run 'torture run -h' for the flags of a run.`
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -60,13 +66,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
+	case "matrix":
+		return cmdMatrix(args[1:], stdout, stderr)
 	case "list":
 		return cmdList(args[1:], stdout, stderr)
+	case "clean":
+		return cmdClean(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageText)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check or list)\n", args[0])
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, list or clean)\n", args[0])
 	return exitUsage
 }
 
@@ -93,10 +105,37 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (help bool, err er
 		fs.PrintDefaults()
 		return true, nil
 	}
-	if err == nil && fs.NArg() > 0 && fs.Name() != "check" {
+	if err == nil && fs.NArg() > 0 {
 		return false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return false, err
+}
+
+// parseOne parses flags given before or after one positional argument, the
+// path a check, report or matrix works on; want names it in the error.
+func parseOne(fs *flag.FlagSet, args []string, stdout io.Writer, want string) (path string, help bool, err error) {
+	var paths []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "usage: torture %s [flags] %s\n", fs.Name(), want)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return "", true, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(paths) != 1 {
+		return "", false, fmt.Errorf("want exactly one %s", want)
+	}
+	return paths[0], false, nil
 }
 
 // holdRange is a --hold MIN..MAX flag (or a single duration).
@@ -116,9 +155,6 @@ func (h *holdRange) Set(s string) error {
 	b, err := time.ParseDuration(hi)
 	if err != nil {
 		return fmt.Errorf("want MIN..MAX durations like 10ms..100ms")
-	}
-	if a < 0 || b < a {
-		return fmt.Errorf("want 0 <= MIN <= MAX")
 	}
 	h.min, h.max = a, b
 	return nil
@@ -169,6 +205,22 @@ func (e *expectFlag) Set(s string) error {
 	return fmt.Errorf("want valid or invalid")
 }
 
+// failOnFlag is --fail-on: which anomalies fail the gate.
+type failOnFlag checker.FailOn
+
+func (f *failOnFlag) String() string { return string(*f) }
+
+func (f *failOnFlag) Set(s string) error {
+	v, err := checker.ParseFailOn(s)
+	if err != nil {
+		return errors.New("want safety or all")
+	}
+	*f = failOnFlag(v)
+	return nil
+}
+
+const failOnUsage = "which anomalies fail: all, or safety (liveness anomalies are reported only)"
+
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	d := locktorture.DefaultOptions()
 	opts := d
@@ -180,7 +232,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	seed := time.Now().UnixNano() % 1_000_000
 	fs := newFlags("run", stderr)
 	fs.StringVar(&opts.Lock, "lock", d.Lock, "lock under test (see 'torture list')")
-	fs.StringVar(&opts.Workload, "workload", d.Workload, "what clients do: "+strings.Join(locktorture.WorkloadNames(), ", "))
+	regs := locktorture.Builtin()
+	var faults, checks, trig string
+	fs.StringVar(&opts.Workload, "workload", d.Workload, "what clients do: "+strings.Join(regs.Workloads.Names(), ", "))
 	fs.IntVar(&opts.Clients, "clients", d.Clients, "concurrent clients")
 	fs.IntVar(&opts.Keys, "keys", d.Keys, "lock keys the clients contend for")
 	fs.DurationVar(&opts.Duration, "duration", d.Duration, "how long clients run")
@@ -197,11 +251,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.OutDir, "out", d.OutDir, "directory that receives the run folder")
 	fs.StringVar(&opts.RunID, "run-id", "", "name of the run folder (default: time, lock and seed)")
 	fs.DurationVar(&opts.CheckTimeout, "check-timeout", d.CheckTimeout, "time limit of the linearizability check")
-	fs.StringVar(&opts.Topology, "topology", d.Topology, "redis deployment: "+strings.Join(cluster.TopologyNames(), ", "))
+	fs.StringVar(&opts.Topology, "topology", d.Topology, "redis deployment: "+strings.Join(regs.Topologies.Names(), ", "))
 	fs.IntVar(&opts.Nodes, "nodes", 0, "masters of a multi-master topology (redlock: default 5)")
 	fs.Var(&persistence, "persistence", "redis persistence: off, everysec or always (AOF fsync)")
 	fs.StringVar(&opts.Toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy-server (default: embedded)")
-	fs.StringVar(&opts.Nemesis, "nemesis", "", "comma-separated faults to inject (see 'torture list')")
+	var redisAddrs, sentinelAddrs string
+	fs.StringVar(&opts.Backend, "backend", "local", "where the servers run: local (processes), docker (containers), external (your own: --redis or --sentinel)")
+	fs.StringVar(&redisAddrs, "redis", "", "--backend external: your servers, host:port,... (one for single, N for redlock)")
+	fs.StringVar(&sentinelAddrs, "sentinel", "", "--backend external --topology sentinel: your Sentinels, host:port,...")
+	fs.StringVar(&opts.SentinelMaster, "sentinel-master", "mymaster", "the master's name your Sentinels monitor")
+	fs.StringVar(&opts.KeyPrefix, "key-prefix", "", "prefix of every key of the run (--backend external default: locktorture:RUN_ID:)")
+	fs.StringVar(&faults, "nemesis", "", "comma-separated faults to inject (see 'torture list')")
+	fs.StringVar(&checks, "checkers", "", "comma-separated checkers to run beyond the lock's and the workload's (see 'torture list')")
 	fs.DurationVar(&opts.NemesisInterval, "nemesis-interval", d.NemesisInterval, "mean quiet time between faults")
 	fs.DurationVar(&opts.NemesisDuration, "nemesis-duration", 0, "mean time a fault stays active (default: the interval)")
 	fs.DurationVar(&opts.NemesisOptions.Latency, "latency", 0, "latency fault delay (default: 1.25 x TTL)")
@@ -212,28 +273,31 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.NemesisOptions.Downtime, "downtime", 0, "how long crash-redis keeps a node down before restarting it")
 	fs.StringVar(&opts.NemesisOptions.PartitionClients, "partition-clients", "", "partition-minority/-majority cut one or all clients (default: seeded choice)")
 	fs.DurationVar(&opts.NemesisOptions.ClockJump, "clock-jump", 0, "how far clock-jump moves a node's clock forward (default: 2 x TTL)")
+	fs.StringVar(&opts.Target, "target", locktorture.TargetProtocol, "what faults aim at: protocol (the client that just acquired, the node holding a live lease) or random")
+	fs.StringVar(&trig, "trigger", "time", "start faults that do not aim themselves on: time, acquire (the next ok acquire) or release (the next release sent)")
+	fs.DurationVar(&opts.NemesisWarmup, "warmup", 0, "quiet time before the first time-driven fault (default: the interval)")
 	fs.Var(&expect, "expect", "gate mode: exit 0 only if the verdict is this (valid or invalid)")
+	fs.Var((*failOnFlag)(&opts.FailOn), "fail-on", failOnUsage)
 	fs.BoolVar(&quiet, "quiet", false, "no live status line")
+	fs.BoolVar(&opts.StopOnAnomaly, "stop-on-anomaly", false, "end the run at the first safety anomaly (faults are still healed, everything written)")
 	if help, err := parse(fs, args, stdout); help {
 		return exitValid
 	} else if err != nil {
 		return fail(stderr, fmt.Errorf("run: %v", err))
 	}
-	// Zero means "default" to the library; on the command line it is a mistake.
-	switch {
-	case opts.Clients < 1:
-		return fail(stderr, fmt.Errorf("run: --clients %d: want at least 1", opts.Clients))
-	case opts.Keys < 1:
-		return fail(stderr, fmt.Errorf("run: --keys %d: want at least 1", opts.Keys))
-	case opts.Duration <= 0:
-		return fail(stderr, fmt.Errorf("run: --duration %v: want a positive duration", opts.Duration))
-	case opts.TTL <= 0:
-		return fail(stderr, fmt.Errorf("run: --ttl %v: want a positive duration", opts.TTL))
-	}
 	opts.Seed = seed
 	opts.HoldMin, opts.HoldMax = hold.min, hold.max
 	opts.RedisRetries = retries.v
 	opts.Persistence = persistence.v
+	opts.Faults, opts.Checkers = locktorture.ParseList(faults), locktorture.ParseList(checks)
+	opts.NemesisTrigger = nemesis.Trigger(trig)
+	opts.Redis, opts.Sentinels = locktorture.ParseList(redisAddrs), locktorture.ParseList(sentinelAddrs)
+	opts.Registries = regs
+	// The flags start from the defaults, so a zero here was typed: the
+	// library judges it as given.
+	if err := opts.Validate(); err != nil {
+		return fail(stderr, fmt.Errorf("run: %v", err))
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -258,8 +322,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "torture: %s on %s, %d clients, %d keys, ttl %v, hold %v, %v, seed %d\n",
 		opts.Lock, opts.Topology, opts.Clients, opts.Keys, opts.TTL, hold.String(), opts.Duration, seed)
-	if opts.Nemesis != "" {
-		fmt.Fprintf(stdout, "nemesis: %s every ~%v\n", opts.Nemesis, opts.NemesisInterval)
+	if len(opts.Faults) > 0 {
+		fmt.Fprintf(stdout, "nemesis: %s every ~%v\n", strings.Join(opts.Faults, ", "), opts.NemesisInterval)
 	}
 	res, err := locktorture.Run(ctx, opts)
 	if tty {
@@ -271,9 +335,20 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%d ops in %.1fs (%.0f ops/s): %d acquired, %d failed, %d unknown, %d crashes\n",
 		res.Stats.Ops, res.Stats.Duration.Seconds(), res.Stats.OpsPerSec, res.Stats.Acquired,
 		res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.Crashes)
-	printReport(stdout, res.Report)
+	if f := res.Stats.Faults; f != nil {
+		fmt.Fprintf(stdout, "faults: %d started, %d found a target (%d after waiting, %d past the planned step), %d gave up\n",
+			f.Started, f.Aimed, f.Waited, f.Late, f.GaveUp)
+	}
+	details := ""
+	if res.Dir != "" {
+		details = "summary.json"
+	}
+	printReport(stdout, res.Report, details)
 	if res.Dir != "" {
 		fmt.Fprintf(stdout, "run folder: %s\n", res.Dir)
+	}
+	if res.StoppedOnAnomaly {
+		fmt.Fprintln(stdout, "torture: run stopped at its first safety anomaly (--stop-on-anomaly)")
 	}
 	if res.Interrupted {
 		fmt.Fprintln(stderr, "torture: run interrupted; the verdict covers what was recorded")
@@ -284,65 +359,78 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	var expect expectFlag
-	timeout := locktorture.DefaultOptions().CheckTimeout
+	opts := locktorture.CheckOptions{Timeout: locktorture.DefaultOptions().CheckTimeout}
 	fs := newFlags("check", stderr)
 	fs.Var(&expect, "expect", "exit 0 only if the verdict is this (valid or invalid)")
-	fs.DurationVar(&timeout, "check-timeout", timeout, "time limit of the linearizability check")
-	// Accept flags before or after the path.
-	var paths []string
-	rest := args
-	for {
-		if help, err := parse(fs, rest, stdout); help {
-			return exitValid
-		} else if err != nil {
-			return fail(stderr, fmt.Errorf("check: %v", err))
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fs.Arg(0))
-		rest = fs.Args()[1:]
+	var failOn checker.FailOn
+	fs.Var((*failOnFlag)(&failOn), "fail-on", failOnUsage)
+	fs.DurationVar(&opts.Timeout, "check-timeout", opts.Timeout, "time limit of the linearizability check")
+	fs.StringVar(&opts.OutDir, "out", "", "directory that receives linearizability.html (default: nothing is written)")
+	path, help, err := parseOne(fs, args, stdout, "RUN_DIR or history.jsonl")
+	if help {
+		return exitValid
+	} else if err != nil {
+		return fail(stderr, fmt.Errorf("check: %v", err))
 	}
-	if len(paths) != 1 {
-		return fail(stderr, errors.New("check: want exactly one RUN_DIR or history.jsonl"))
+	if opts.Timeout <= 0 {
+		return fail(stderr, fmt.Errorf("check: --check-timeout %v: want a positive duration", opts.Timeout))
 	}
-	report, h, err := locktorture.Check(context.Background(), paths[0], timeout)
+	limitCheckMemory()
+	res, err := locktorture.Check(context.Background(), path, opts)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("check: %v", err))
 	}
+	h := res.History
 	if h.Run != nil {
 		fmt.Fprintf(stdout, "history of run %s: lock %s, %d clients, %d keys, ttl %dms, seed %d, %d events\n",
-			h.Run.ID, h.Run.Lock, h.Run.Clients, h.Run.Keys, h.Run.TTLMillis, h.Run.Seed, len(h.Events))
+			h.Run.ID, h.Run.Lock, h.Run.Clients, h.Run.Keys, h.Run.TTLMillis, h.Run.Seed, res.Events)
 	}
-	printReport(stdout, report)
-	return exitCode(report.Verdict, expect.v, stdout)
+	if h.Dropped > 0 {
+		fmt.Fprintf(stdout, "history: left out torn last line %d (%d bytes, cut mid-write); the verdict covers the %d events before it\n",
+			h.DroppedLine, h.Dropped, res.Events)
+	}
+	printReport(stdout, res.Report, "")
+	for _, f := range res.Files {
+		fmt.Fprintf(stdout, "wrote %s\n", f)
+	}
+	return exitCode(res.Report.Gate(failOn), expect.v, stdout)
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		return fail(stderr, fmt.Errorf("list: unexpected argument %q", args[0]))
 	}
-	fmt.Fprintln(stdout, "locks:")
-	for _, e := range locks.Builtin().Entries() {
-		fmt.Fprintf(stdout, "  %-21s %s\n", e.Name, e.Summary)
+	regs := locktorture.Builtin()
+	section := func(title string, es []registry.Entry) {
+		fmt.Fprintln(stdout, title)
+		for _, e := range es {
+			name, summary := e.About()
+			fmt.Fprintf(stdout, "  %-21s %s\n", name, summary)
+		}
 	}
-	fmt.Fprintln(stdout, "nemeses (--nemesis a,b,...):")
-	for _, e := range nemesis.Entries() {
-		fmt.Fprintf(stdout, "  %-21s %s\n", e.Name, e.Summary)
-	}
-	fmt.Fprintln(stdout, "workloads (--workload):")
-	sums := locktorture.WorkloadSummaries()
-	for _, n := range locktorture.WorkloadNames() {
-		fmt.Fprintf(stdout, "  %-21s %s\n", n, sums[n])
-	}
-	fmt.Fprintf(stdout, "topologies (--topology): %s\n", strings.Join(cluster.TopologyNames(), ", "))
+	section("locks (--lock):", entries(regs.Locks.Entries()))
+	section("faults (--nemesis a,b,...):", entries(regs.Faults.Entries()))
+	section("workloads (--workload):", entries(regs.Workloads.Entries()))
+	section("topologies (--topology):", entries(regs.Topologies.Entries()))
+	section("checkers (lock checkers always run; others with their workload or --checkers):", entries(regs.Checkers.Entries()))
 	return exitValid
+}
+
+// entries views any registry's entries through what they share.
+func entries[E registry.Entry](es []E) []registry.Entry {
+	out := make([]registry.Entry, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
 }
 
 // perKind bounds the anomalies printed of each kind; summary.json has them all.
 const perKind = 3
 
-func printReport(w io.Writer, r *checker.Report) {
+// printReport prints the verdict and the first anomalies of each kind;
+// details names the file that has them all, if one was written.
+func printReport(w io.Writer, r *checker.Report, details string) {
 	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(r.Verdict)))
 	for _, res := range r.Results {
 		if res.Verdict == checker.Unknown {
@@ -367,7 +455,10 @@ func printReport(w io.Writer, r *checker.Report) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, n))
 		}
 		sort.Strings(parts)
-		fmt.Fprintf(w, "anomalies: %s (details in summary.json)\n", strings.Join(parts, ", "))
+		if details != "" {
+			details = " (details in " + details + ")"
+		}
+		fmt.Fprintf(w, "anomalies: %s%s\n", strings.Join(parts, ", "), details)
 	}
 }
 

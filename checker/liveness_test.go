@@ -1,0 +1,156 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// tried sets, on the completion just added, the acquire's attempts (ms on
+// the history's clock, [send, reply] pairs) as the workload records them.
+func (b *builder) tried(tries ...[2]float64) *builder {
+	done := &b.events[len(b.events)-1]
+	call := b.events[len(b.events)-2].Time
+	for _, t := range tries {
+		done.Tries = append(done.Tries, [2]int64{(ms(t[0]) - call) / 1000, (ms(t[1]) - call) / 1000})
+	}
+	done.Attempts = len(tries)
+	return b
+}
+
+// heldAnyway marks the failed acquire just added as one whose lock held
+// the key from..to before refusing the lease.
+func (b *builder) heldAnyway(from, to float64) *builder {
+	done := &b.events[len(b.events)-1]
+	done.HeldFrom, done.HeldTo = ms(from), ms(to)
+	return b
+}
+
+// Liveness is judged only on time a client was looking at the lock: its
+// attempts as the wire saw them, and what a lock held while refusing.
+func TestLivenessJudgesAttempts(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *builder)
+		want  map[Kind]int
+		// detail, if set, is part of the one anomaly's detail.
+		detail string
+	}{
+		{"harness stall after the last attempt is no spurious failure", func(b *builder) {
+			// Client 2 tried twice while client 1 held the key, then the
+			// harness stalled and the acquire returned long after the
+			// key was free: it never looked while it was free.
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 20, 21, true)
+			var tries [][2]float64
+			for at := 5.0; at < 20; at += 2 {
+				tries = append(tries, [2]float64{at, at + 0.5})
+			}
+			b.acquireFail(2, 2, 5, 160).tried(tries...)
+		}, nil, ""},
+		{"an attempt that found the key free is a spurious failure", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 20, 21, true)
+			b.acquireFail(2, 2, 5, 160).tried([2]float64{5, 6}, [2]float64{15, 16}, [2]float64{40, 41})
+		}, map[Kind]int{KindSpuriousFailure: 1}, "no lease could have been alive from 0.021s to 0.160s"},
+		{"harness stall of every client is no stuck lock", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 30, 31, true)
+			for _, c := range []int{2, 3} {
+				b.acquireFail(c, c, 20, 500).tried([2]float64{20, 21}, [2]float64{25, 26})
+			}
+		}, nil, ""},
+		{"timed-out acquires may hold the key: no stuck lock", func(b *builder) {
+			// The path to Redis is too slow: every acquire times out, and
+			// any of them may have written the key for a ttl after it.
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
+			for at, p := 20.0, 10; at < 800; at, p = at+60, p+1 {
+				b.acquireUnknown(2, p, "", at, at+50)
+			}
+		}, nil, ""},
+		{"a key a timed-out acquire may hold expires: then stuck", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
+			b.acquireUnknown(2, 2, "", 20, 70)
+			var tries [][2]float64
+			for at := 200.0; at < 1000; at += 50 {
+				tries = append(tries, [2]float64{at, at + 1})
+			}
+			for _, c := range []int{3, 4} {
+				b.acquireFail(c, c, 200, 1000).tried(tries...)
+			}
+		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 2}, "no acquire of lock:0 succeeded from 0.200s"},
+		{"a lease refused late held the key for the others", func(b *builder) {
+			b.run.TTLMillis = 200
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
+			// Client 3's write landed at 20 ms, its reply came too late,
+			// its lock refused the lease and deleted the key at 290 ms.
+			b.acquireFail(3, 3, 12, 300).tried([2]float64{12, 260}, [2]float64{270, 290}).heldAnyway(20, 290)
+			var tries [][2]float64
+			for at := 30.0; at < 230; at += 20 {
+				tries = append(tries, [2]float64{at, at + 1})
+			}
+			b.acquireFail(2, 2, 30, 230).tried(tries...)
+		}, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t, 100)
+			tc.build(b)
+			r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+			if len(r.Count) != len(tc.want) {
+				t.Fatalf("counts %v, want %v: %s", r.Count, tc.want, dump(r))
+			}
+			for k, n := range tc.want {
+				if r.Count[k] != n {
+					t.Fatalf("%s: %d, want %d: %s", k, r.Count[k], n, dump(r))
+				}
+			}
+			if tc.detail != "" && !strings.Contains(r.Anomalies[0].Detail, tc.detail) {
+				t.Errorf("detail %q lacks %q", r.Anomalies[0].Detail, tc.detail)
+			}
+		})
+	}
+}
+
+// Every anomaly says whether it breaks safety or liveness, the report
+// counts both, and a gate on safety alone passes a liveness-only history.
+func TestSeverityAndGate(t *testing.T) {
+	b := newBuilder(t, 100)
+	b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 20, 21, true)
+	b.acquireFail(2, 2, 5, 160).tried([2]float64{40, 41})
+	live := ForMutex(MutexOptions{}).Report(context.Background(), b.build())
+	safe := ForMutex(MutexOptions{}).Report(context.Background(), secondConfusion(t))
+	cases := []struct {
+		name                string
+		rep                 Report
+		safety, liveness    int
+		gateAll, gateSafety Verdict
+	}{
+		{"liveness only", live, 0, 1, Invalid, Valid},
+		{"safety", safe, safe.Severity[SeveritySafety], 0, Invalid, Invalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.rep.Severity[SeveritySafety] != tc.safety || tc.rep.Severity[SeverityLiveness] != tc.liveness {
+				t.Errorf("severity counts %v, want safety %d liveness %d", tc.rep.Severity, tc.safety, tc.liveness)
+			}
+			for _, a := range tc.rep.Anomalies {
+				if a.Severity != SeverityOf(a.Kind) || a.Severity == "" {
+					t.Errorf("%s classed %q", a.Kind, a.Severity)
+				}
+			}
+			if g := tc.rep.Gate(FailOnAll); g != tc.gateAll {
+				t.Errorf("gate all: %s, want %s", g, tc.gateAll)
+			}
+			if g := tc.rep.Gate(FailOnSafety); g != tc.gateSafety {
+				t.Errorf("gate safety: %s, want %s", g, tc.gateSafety)
+			}
+		})
+	}
+	if safe.Severity[SeveritySafety] == 0 {
+		t.Fatal("the second confusion has no safety anomaly")
+	}
+	for _, s := range []string{"", "all", "safety", "liveness"} {
+		_, err := ParseFailOn(s)
+		if (err != nil) != (s == "liveness") {
+			t.Errorf("ParseFailOn(%q): %v", s, err)
+		}
+	}
+}

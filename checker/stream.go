@@ -1,0 +1,551 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// A run of hours records hundreds of millions of events; checking it at the
+// end would need them all in memory at once. Stream checks a history while
+// it is written, in consecutive windows, and holds only what a check still
+// needs. The lease bounds that: every rule of the lock checkers looks at
+// most a few TTLs back (a stuck lock is StuckFactor TTLs without an
+// acquire; a lease lives one TTL past its last renewal), so each window is
+// checked together with Reach of history before and after its own part,
+// and keeps only the anomalies that start inside its own part. What a
+// lease does not bound is carried across windows instead of dropped:
+//
+//   - a lease whose hold is still open (a paused client, a lease without
+//     TTL) or that may still be alive, with all its operations, and the
+//     operation or crash that ended its hold;
+//   - operations not yet completed, and every fault and master switch;
+//   - the guarded counter's last value per key (lost-update) and the
+//     highest fencing token handed out per key (fence-regression).
+//
+// Checkers that are not windowed this way (a workload's own: stale-write,
+// duplicate-work, oversell, reentrant, or one registered from outside) see
+// the whole history at the end, as before: the stream keeps their events.
+
+// StreamOptions configure a windowed check.
+type StreamOptions struct {
+	// Reach is how much history after its own part a window looks at, so
+	// that an anomaly starting in it is seen whole. Zero: (StuckFactor+1)
+	// x the run's TTL (or the largest acquire TTL so far): a stuck lock
+	// takes StuckFactor TTLs to show, a waiting client is bridged over
+	// one.
+	Reach time.Duration
+	// Back is how much history before its own part a window keeps beyond
+	// the leases it carries, so that a stretch of waiting or of a free
+	// lock that began earlier is seen to: zero means 2 x the TTL.
+	Back time.Duration
+	// Window is the length of each window's own part. Zero: Batch x Reach.
+	Window time.Duration
+	// Batch sets the own part of a window to Batch x Reach when Window is
+	// zero (0 or 1: Reach). Each window re-checks Back and Reach of history
+	// around its own part, so a longer own part re-checks less of each
+	// event: a check of a saved history takes a few Reach at once, a live
+	// run one, so that its anomalies show soon.
+	Batch int
+	// OnAnomaly, when set, receives each anomaly as soon as the window
+	// that owns it has been checked, from the goroutine that calls Add.
+	OnAnomaly func(Anomaly)
+}
+
+// Stream checks a history event by event. Add and Close must be called from
+// one goroutine; Found may be called from any.
+type Stream struct {
+	o       StreamOptions
+	mo      MutexOptions
+	run     *history.RunInfo
+	windows *Composite // the index-based lock checkers
+	lost    *lostStream
+	fence   *fenceStream
+	whole   []Checker
+	order   []string // checker names, in Select's order
+	acc     map[string]*collector
+	stats   map[string]map[string]int64
+
+	buf      []history.Event // retained events, in time order
+	masked   []masked        // invocations hidden from the window being checked
+	allEvs   []history.Event // for whole checkers only
+	ops      map[int64]*opInfo
+	leases   map[leaseKey]*leaseInfo
+	holds    map[int][]*leaseInfo // process -> leases it holds
+	faults   []history.Event      // fault and master-switch events
+	first    bool                 // the first window has not been checked
+	ownFrom  int64
+	maxTTL   int64
+	last     int64
+	events   int64
+	nonlin   map[string]bool // keys already found not linearizable
+	found    atomic.Int64
+	safety   atomic.Int64
+	nWindows int64
+	maxOps   int64
+	closed   bool
+}
+
+type leaseKey struct{ key, lease string }
+
+// leaseInfo is what the stream knows of one lease: whether its hold is
+// still open, until when it may be alive, and what to keep with it.
+type leaseInfo struct {
+	key      leaseKey
+	ops      []int64 // its operations' ids
+	acquired bool    // an ok acquire returned
+	held     bool    // the hold is open (ok acquire, no release call, crash or unknown after it)
+	process  int
+	until    int64 // the latest it may be alive; forever without TTL
+	last     int64 // the latest event of its operations
+	open     int   // its operations not completed
+	ender    int64 // the op id that ended the hold with an unknown outcome, 0 if none
+	crash    int64 // the index of the crash event that ended the hold, -1 if none
+}
+
+type opInfo struct {
+	lease *leaseInfo
+	call  int64
+	last  int64
+	done  bool
+}
+
+// NewStream returns a windowed check by the checkers Select(r, names, o)
+// picks.
+func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*Stream, error) {
+	c, err := Select(r, names, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{o: so, mo: o, acc: map[string]*collector{}, stats: map[string]map[string]int64{},
+		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{},
+		nonlin: map[string]bool{}, first: true, ownFrom: math.MinInt64}
+	set := newSettings([]Option{MaxAnomalies(o.MaxAnomalies)})
+	var windowed []Checker
+	for _, x := range c.Checkers() {
+		s.order = append(s.order, x.Name())
+		s.acc[x.Name()] = newCollector(x.Name(), set)
+		_, isIndexed := x.(indexed)
+		switch x.(type) {
+		case *lostUpdate:
+			s.lost = newLostStream(x.Name())
+		case *fenceRegression:
+			s.fence = newFenceStream(x.Name())
+		default:
+			if isIndexed {
+				windowed = append(windowed, x)
+			} else {
+				s.whole = append(s.whole, x)
+			}
+		}
+	}
+	s.windows = Compose(windowed...)
+	return s, nil
+}
+
+// Found reports how many anomalies the stream has confirmed so far, and how
+// many of them are safety anomalies.
+func (s *Stream) Found() (all, safety int64) { return s.found.Load(), s.safety.Load() }
+
+// Faults returns the fault windows seen so far (see history.History.Faults);
+// one not healed yet lasts to the latest event.
+func (s *Stream) Faults() []history.Window {
+	evs := append(append([]history.Event(nil), s.faults...), history.Event{Time: s.last, Type: history.Info, Op: history.FaultStep})
+	return (&history.History{Run: s.run, Events: evs}).Faults()
+}
+
+// Infos returns the master switches and fault events seen so far.
+func (s *Stream) Infos() []history.Event { return append([]history.Event(nil), s.faults...) }
+
+// Events reports how many events the stream has been given, the header aside.
+func (s *Stream) Events() int64 { return s.events }
+
+// Add takes the next event of the history, which the caller has validated
+// (history.Reader, history.Validator). When it completes a window, Add
+// checks it before returning.
+func (s *Stream) Add(ctx context.Context, e history.Event) {
+	if s.closed {
+		return
+	}
+	if e.Run != nil {
+		s.run = e.Run
+		return
+	}
+	s.events++
+	if len(s.whole) > 0 {
+		s.allEvs = append(s.allEvs, e)
+	}
+	s.last = max(s.last, e.Time)
+	if reach, win, _ := s.sizes(); s.first && e.Time >= win+reach || !s.first && e.Time >= s.ownFrom+win+reach {
+		s.step(ctx, false)
+	}
+	s.track(e)
+	s.buf = append(s.buf, e)
+}
+
+// sizes returns the reach, the own length and the back of a window.
+func (s *Stream) sizes() (reach, win, back int64) {
+	ttl := s.maxTTL
+	if s.run != nil && s.run.TTLMillis > 0 {
+		ttl = max(ttl, s.run.TTLMillis*1e6)
+	}
+	if ttl <= 0 {
+		ttl = 1e9
+	}
+	factor := s.mo.Liveness.StuckFactor
+	if factor <= 0 {
+		factor = 3
+	}
+	reach = int64(s.o.Reach)
+	if reach <= 0 {
+		reach = int64((factor + 1) * float64(ttl))
+	}
+	win = int64(s.o.Window)
+	if win <= 0 {
+		win = reach * int64(max(1, s.o.Batch))
+	}
+	back = int64(s.o.Back)
+	if back <= 0 {
+		back = 2 * ttl
+	}
+	return reach, win, back
+}
+
+// track updates what the stream knows of the operation, lease and process
+// e belongs to.
+func (s *Stream) track(e history.Event) {
+	switch {
+	case e.Type == history.Info:
+		switch e.Op {
+		case history.FaultStart, history.FaultHeal, history.FaultStep, history.MasterSwitch:
+			s.faults = append(s.faults, e)
+		case history.Crash:
+			for _, l := range s.holds[e.Process] {
+				l.held, l.crash = false, e.Index
+			}
+			delete(s.holds, e.Process)
+		}
+		return
+	case e.Type == history.Invoke:
+		o := &opInfo{call: e.Time, last: e.Time}
+		s.ops[e.ID] = o
+		if isLockOp(e.Op) && e.Lease != "" {
+			o.lease = s.lease(e.Key, e.Lease)
+			o.lease.ops = append(o.lease.ops, e.ID)
+			o.lease.open++
+			o.lease.last = e.Time
+			if (e.Op == history.Release || e.Op == history.NestedRelease) && o.lease.held && o.lease.process == e.Process {
+				o.lease.held = false
+				s.unhold(e.Process, o.lease)
+			}
+		}
+		return
+	}
+	o := s.ops[e.ID]
+	if o == nil {
+		return // validated input never gets here
+	}
+	o.done, o.last = true, e.Time
+	if e.Type == history.Unknown {
+		for _, l := range s.holds[e.Process] {
+			l.held, l.ender = false, e.ID
+		}
+		delete(s.holds, e.Process)
+	}
+	if !isLockOp(e.Op) {
+		return
+	}
+	l := o.lease
+	if l == nil && e.Lease != "" {
+		// An acquire learns its lease when it returns.
+		l = s.lease(e.Key, e.Lease)
+		l.ops = append(l.ops, e.ID)
+		l.open++
+		o.lease = l
+	}
+	if l == nil {
+		return
+	}
+	l.open--
+	l.last = max(l.last, e.Time)
+	ttl := e.TTLMillis * 1e6
+	renewal := e.Op == history.Acquire || e.Op == history.Refresh || e.Op == history.NestedAcquire
+	switch {
+	case renewal && e.Type == history.Unknown && e.Op == history.Acquire:
+		// An acquire of unknown outcome may take effect late (a paused
+		// server running what sat in its socket): keep it a while longer.
+		reach, _, _ := s.sizes()
+		l.until = max(l.until, sat64(e.Time, ttl+2*reach))
+	case renewal && e.Type != history.Fail:
+		if ttl <= 0 {
+			l.until = forever
+		} else {
+			l.until = max(l.until, sat64(e.Time, ttl))
+		}
+	}
+	if e.Op == history.Acquire || e.Op == history.Refresh {
+		s.maxTTL = max(s.maxTTL, ttl)
+	}
+	if e.Op == history.Acquire && e.Type == history.OK {
+		l.acquired, l.held, l.process = true, true, e.Process
+		s.holds[e.Process] = append(s.holds[e.Process], l)
+	}
+}
+
+func sat64(t, d int64) int64 {
+	if t > forever-d {
+		return forever
+	}
+	return t + d
+}
+
+func isLockOp(op history.Op) bool {
+	switch op {
+	case history.Acquire, history.Release, history.Refresh, history.NestedAcquire, history.NestedRelease:
+		return true
+	}
+	return false
+}
+
+func (s *Stream) lease(key, id string) *leaseInfo {
+	k := leaseKey{key, id}
+	l := s.leases[k]
+	if l == nil {
+		l = &leaseInfo{key: k, crash: -1}
+		s.leases[k] = l
+	}
+	return l
+}
+
+func (s *Stream) unhold(proc int, l *leaseInfo) {
+	hs := s.holds[proc]
+	for i, x := range hs {
+		if x == l {
+			hs = append(hs[:i], hs[i+1:]...)
+			break
+		}
+	}
+	if len(hs) == 0 {
+		delete(s.holds, proc)
+	} else {
+		s.holds[proc] = hs
+	}
+}
+
+// step checks the current window and moves on to the next; final checks
+// everything left, to the end of the history.
+func (s *Stream) step(ctx context.Context, final bool) {
+	reach, win, back := s.sizes()
+	ownFrom := s.ownFrom
+	ownTo := int64(win)
+	if !s.first {
+		ownTo = ownFrom + win
+	}
+	cutoff := ownTo + reach
+	if final {
+		ownTo, cutoff = forever, forever
+	}
+	evs := s.window(cutoff)
+	h := &history.History{Run: s.run, Events: evs}
+	s.nWindows++
+	// One index serves the lock checkers and the resource checks below.
+	ix := newIndex(h)
+	rep := s.windows.reportIndexed(ctx, h, ix)
+	for _, r := range rep.Results {
+		s.merge(r, ownFrom, ownTo)
+	}
+	if s.lost != nil || s.fence != nil {
+		ops := ix.ops
+		if s.lost != nil {
+			s.merge(s.lost.window(ops, ownTo), math.MinInt64, forever)
+		}
+		if s.fence != nil {
+			s.merge(s.fence.window(ops, ownTo-back), ownFrom, ownTo)
+		}
+	}
+	s.unmask()
+	s.first = false
+	s.ownFrom = ownTo
+	if !final {
+		s.prune(ownTo - back)
+	}
+}
+
+// window returns the retained events up to cutoff, with the invocations of
+// operations that have not completed by then masked, releases aside: an
+// operation in flight is not one of unknown outcome (a read of a paused
+// holder would end its hold there), but a release in flight has ended its
+// hold already and may have deleted the key, so it stays, of unknown
+// outcome. The caller must call unmask once the window is checked.
+func (s *Stream) window(cutoff int64) []history.Event {
+	n := sort.Search(len(s.buf), func(i int) bool { return s.buf[i].Time > cutoff })
+	out := s.buf[:n]
+	s.masked = s.masked[:0]
+	for i := range out {
+		e := &out[i]
+		if e.Type != history.Invoke || cutoff == forever || e.Op == history.Release || e.Op == history.NestedRelease {
+			continue
+		}
+		if o := s.ops[e.ID]; o != nil && (!o.done || o.last > cutoff) {
+			s.masked = append(s.masked, masked{i, e.Type, e.Op})
+			// An instant that no checker reads: not an operation, not a
+			// fault start or heal, not a crash or a switch.
+			e.Type, e.Op = history.Info, history.FaultStep
+		}
+	}
+	s.maxOps = max(s.maxOps, int64(n/2))
+	return out
+}
+
+// masked is an invocation hidden from one window.
+type masked struct {
+	i  int
+	t  history.Type
+	op history.Op
+}
+
+func (s *Stream) unmask() {
+	for _, m := range s.masked {
+		s.buf[m.i].Type, s.buf[m.i].Op = m.t, m.op
+	}
+	s.masked = s.masked[:0]
+}
+
+// prune drops what no later window needs: operations that ended before
+// from, unless they belong to a lease that is still held or may still be
+// alive, or ended such a hold.
+func (s *Stream) prune(from int64) {
+	keepOp := map[int64]bool{}
+	keepCrash := map[int64]bool{}
+	for k, l := range s.leases {
+		if l.open > 0 || l.held || l.last >= from || l.until >= from {
+			for _, id := range l.ops {
+				keepOp[id] = true
+			}
+			if l.ender != 0 {
+				keepOp[l.ender] = true
+			}
+			if l.crash >= 0 {
+				keepCrash[l.crash] = true
+			}
+			continue
+		}
+		delete(s.leases, k)
+	}
+	n := 0
+	for _, e := range s.buf {
+		keep := false
+		switch {
+		case e.Type == history.Info:
+			keep = e.Op != history.Crash || e.Time >= from || keepCrash[e.Index]
+		default:
+			o := s.ops[e.ID]
+			keep = o == nil || !o.done || o.last >= from || keepOp[e.ID]
+		}
+		if keep {
+			s.buf[n] = e
+			n++
+		}
+	}
+	clear(s.buf[n:])
+	s.buf = s.buf[:n]
+	for id, o := range s.ops {
+		if o.done && o.last < from && !keepOp[id] {
+			delete(s.ops, id)
+		}
+	}
+	if cap(s.buf) > 4*len(s.buf)+1024 {
+		s.buf = append([]history.Event(nil), s.buf...) // give back a peak
+	}
+}
+
+// merge folds the part of a window's result that the window owns into the
+// stream's result of that checker.
+func (s *Stream) merge(r Result, ownFrom, ownTo int64) {
+	c := s.acc[r.Checker]
+	if c == nil {
+		return
+	}
+	for _, a := range r.Anomalies {
+		if a.StartNS >= ownTo || a.StartNS < ownFrom && a.Kind != KindNonlinearizable {
+			continue
+		}
+		if a.Kind == KindNonlinearizable {
+			// One per key, as a check of the whole history reports. Its
+			// culprit may lie before the window's own part: the order
+			// that proves it illegal can need what came after it.
+			if len(a.Keys) > 0 && s.nonlin[a.Keys[0]] {
+				continue
+			}
+			for _, k := range a.Keys {
+				s.nonlin[k] = true
+			}
+		}
+		s.accept(c, a)
+	}
+	if r.Error != "" && c.res.Error == "" {
+		c.fail(r.Error)
+	}
+	st := s.stats[r.Checker]
+	if st == nil {
+		st = map[string]int64{}
+		s.stats[r.Checker] = st
+	}
+	for k, v := range r.Stats {
+		st[k] += v
+	}
+}
+
+func (s *Stream) accept(c *collector, a Anomaly) {
+	c.add(a)
+	s.found.Add(1)
+	if SeverityOf(a.Kind) == SeveritySafety {
+		s.safety.Add(1)
+	}
+	if s.o.OnAnomaly != nil {
+		a.Severity = SeverityOf(a.Kind)
+		s.o.OnAnomaly(a)
+	}
+}
+
+// Close checks what is left, runs the whole-history checkers, and returns
+// the report, as Composite.Report would for the whole history.
+func (s *Stream) Close(ctx context.Context) Report {
+	if !s.closed {
+		s.step(ctx, true)
+		s.closed = true
+		if len(s.whole) > 0 {
+			h := &history.History{Run: s.run, Events: s.allEvs}
+			for _, r := range Compose(s.whole...).Report(ctx, h).Results {
+				s.merge(r, math.MinInt64, forever)
+			}
+			s.allEvs = nil
+		}
+		s.buf, s.ops, s.leases = nil, nil, nil
+	}
+	results := make([]Result, 0, len(s.order))
+	for _, name := range s.order {
+		r := s.acc[name].result()
+		r.Stats = map[string]int64{}
+		for k, v := range s.stats[name] {
+			r.Stats[k] = v
+		}
+		sort.SliceStable(r.Anomalies, func(i, j int) bool { return r.Anomalies[i].StartNS < r.Anomalies[j].StartNS })
+		results = append(results, r)
+	}
+	if len(results) > 0 {
+		results[0].Stats["stream.windows"] = s.nWindows
+		results[0].Stats["stream.max_window_ops"] = s.maxOps
+	}
+	return Fold(results...)
+}
+
+// String describes the stream's state, for debugging.
+func (s *Stream) String() string {
+	return fmt.Sprintf("stream: %d events, %d retained, %d ops, %d leases, %d windows", s.events, len(s.buf), len(s.ops), len(s.leases), s.nWindows)
+}

@@ -1,0 +1,147 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// filler adds a client that takes and frees lock:1 every 10 ms from 0 to
+// until, so that the stream moves through many windows (of 40 ms with a
+// 10 ms TTL) while the case under test plays on lock:0.
+func filler(b *builder, until float64) {
+	n := 0
+	for t := 0.0; t < until; t += 10 {
+		n++
+		lease := fmt.Sprintf("f%d", n)
+		b.add(spec{client: 7, proc: 70, op: history.Acquire, key: "lock:1", lease: lease, ttl: b.run.TTLMillis,
+			call: ms(t), ret: ms(t + 1), status: history.OK})
+		b.add(spec{client: 7, proc: 70, op: history.Release, key: "lock:1", lease: lease,
+			call: ms(t + 2), ret: ms(t + 3), status: history.OK, deleted: history.Bool(true)})
+	}
+}
+
+// What a lease does not bound must survive the cuts between windows: a
+// holder paused far longer than a window, a lease without TTL, the counter
+// of a key written rarely, the fencing token handed out long ago. Each case
+// is a history the whole-history check finds broken; the stream, cutting
+// it into windows a few TTLs long, must find the same anomaly, once.
+func TestStreamCarriesState(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *builder)
+		kind  Kind
+		class Class
+	}{
+		{"holder paused across many windows", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1)
+			b.read(1, 1, 2, 900, 0) // paused mid-hold for 90 TTLs
+			b.acquire(2, 2, "b", 300, 301)
+			b.release(2, 2, "b", 302, 303, true)
+			b.release(1, 1, "a", 901, 902, false)
+		}, KindDoubleHolder, ClassLeaseOutlived},
+		{"lease without TTL", func(b *builder) {
+			b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK)
+			b.acquire(2, 2, "b", 500, 501) // the key could not have expired
+			b.release(2, 2, "b", 502, 503, true)
+		}, KindDoubleHolder, ClassWithinLease},
+		{"counter written rarely", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 3, 0, 1).release(1, 1, "a", 4, 5, true)
+			// 60 TTLs later another holder read a stale 0.
+			b.acquire(2, 2, "b", 600, 601).write(2, 2, 602, 603, 1, 2).release(2, 2, "b", 604, 605, true)
+		}, KindLostUpdate, ""},
+		{"fencing token handed out long ago", func(b *builder) {
+			b.add(spec{client: 1, proc: 1, op: history.Acquire, key: "lock:0", lease: "a", ttl: 10, call: ms(0), ret: ms(1), status: history.OK})
+			b.events[len(b.events)-1].Fence = 5
+			b.release(1, 1, "a", 2, 3, true)
+			b.add(spec{client: 2, proc: 2, op: history.Acquire, key: "lock:0", lease: "b", ttl: 10, call: ms(700), ret: ms(701), status: history.OK})
+			b.events[len(b.events)-1].Fence = 3
+			b.release(2, 2, "b", 702, 703, true)
+		}, KindFenceRegression, ""},
+		// A legal history: the release ran at once but its reply came 30
+		// TTLs later, long after the next holder came and went; a window
+		// cut while it was in flight must not take the lease for held.
+		{"release reply later than the next holder", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1)
+			b.release(1, 1, "a", 2, 300, true)
+			b.acquire(2, 2, "b", 5, 6)
+			b.release(2, 2, "b", 7, 8, true)
+		}, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t, 10)
+			tc.build(b)
+			filler(b, 1000)
+			h := b.build()
+			whole := Compose(mustSelect(t)...).Report(context.Background(), h)
+			got, s := streamReport(t, h, 0, 0, 0, nil)
+			if s.nWindows < 10 {
+				t.Fatalf("only %d windows: the case does not span cuts", s.nWindows)
+			}
+			for name, r := range map[string]Report{"whole": whole, "stream": got} {
+				if tc.kind == "" {
+					if r.Verdict != Valid {
+						t.Errorf("%s check of a legal history: %s %s", name, r.Verdict, startTimes(r))
+					}
+					continue
+				}
+				n := 0
+				for _, a := range r.Anomalies {
+					if a.Kind == tc.kind && a.Class == tc.class {
+						n++
+					}
+				}
+				if n != 1 || r.Verdict != Invalid {
+					t.Errorf("%s check: %s, %d %s/%s anomalies, want 1: %s", name, r.Verdict, n, tc.kind, tc.class, startTimes(r))
+				}
+			}
+			if !sameTally(tally(got), tally(whole)) {
+				t.Errorf("stream %v, whole %v", tally(got), tally(whole))
+			}
+		})
+	}
+}
+
+// A long legal history is checked with a bounded part of it in memory: the
+// largest window holds a small share of its operations however long it
+// runs, and each anomaly found reaches OnAnomaly while the history is
+// still being fed, not only at the end.
+func TestStreamMemoryAndLiveAnomalies(t *testing.T) {
+	h := genMutex(t, genOptions{clients: 4, ops: 20000, ttl: 10, seed: 7, refresh: true})
+	total := int64(len(h.Operations()))
+	rep, s := streamReport(t, h, 0, 0, 0, nil)
+	if rep.Verdict != Valid {
+		t.Fatalf("legal history: %s %s", rep.Verdict, startTimes(rep))
+	}
+	if s.maxOps*10 > total {
+		t.Fatalf("the largest window held %d of %d operations", s.maxOps, total)
+	}
+
+	h = genMutex(t, genOptions{clients: 4, ops: 20000, ttl: 10, seed: 7, violate: 0.01})
+	var live []Anomaly
+	var s2 *Stream
+	s2, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: -1}, StreamOptions{OnAnomaly: func(a Anomaly) { live = append(live, a) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s2.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+	half := len(h.Events) / 2
+	for _, e := range h.Events[:half] {
+		s2.Add(ctx, e)
+	}
+	before := len(live)
+	if n, safety := s2.Found(); before == 0 || n != int64(before) || safety == 0 {
+		t.Fatalf("after half the history: %d anomalies reported live, Found %d/%d", before, n, safety)
+	}
+	for _, e := range h.Events[half:] {
+		s2.Add(ctx, e)
+	}
+	final := s2.Close(ctx)
+	if len(live) != len(final.Anomalies) || final.Verdict != Invalid {
+		t.Fatalf("%d anomalies reported live, %d in the verdict (%s)", len(live), len(final.Anomalies), final.Verdict)
+	}
+}

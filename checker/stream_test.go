@@ -1,0 +1,139 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// streamReport checks h through a Stream with the given window sizes.
+func streamReport(t testing.TB, h *history.History, reach, back, win time.Duration, onAnomaly func(Anomaly)) (Report, *Stream) {
+	t.Helper()
+	s, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: -1}, StreamOptions{Reach: reach, Back: back, Window: win, OnAnomaly: onAnomaly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if h.Run != nil {
+		s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+	}
+	for _, e := range h.Events {
+		s.Add(ctx, e)
+	}
+	return s.Close(ctx), s
+}
+
+// tally counts anomalies by kind and class, the part of a verdict that
+// windows must reproduce exactly.
+func tally(r Report) map[string]int {
+	out := map[string]int{}
+	for _, a := range r.Anomalies {
+		out[string(a.Kind)+"/"+string(a.Class)]++
+	}
+	return out
+}
+
+func sameTally(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// startTimes lists the anomalies' kinds and starts, to show where the two
+// checks disagree.
+func startTimes(r Report) string {
+	var s []string
+	for _, a := range r.Anomalies {
+		s = append(s, fmt.Sprintf("%s/%s@%s", a.Kind, a.Class, fmtTime(a.StartNS)))
+	}
+	sort.Strings(s)
+	return fmt.Sprint(s)
+}
+
+// The windowed check must reach the verdict of the whole-history check, and
+// find the same anomalies (by kind and class), on generated histories of
+// every shape the generator makes: legal ones, lost replies, late SETs,
+// overruns and locks that grant twice, cut into windows much shorter than
+// the history (down to about one TTL) so that leases, holds and unknown
+// outcomes span many cuts.
+func TestStreamAgreesWithWholeHistory(t *testing.T) {
+	ctx := context.Background()
+	verdicts := map[Verdict]int{}
+	windows := int64(0)
+	for seed := int64(1); seed <= 100; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		o := genOptions{clients: 2 + r.Intn(7), ops: 150 + r.Intn(450), ttl: int64(10 + r.Intn(60)), seed: seed,
+			unknown: r.Float64() * 0.1, orphan: r.Float64(), refresh: r.Intn(2) == 0}
+		if r.Intn(3) == 0 {
+			o.overrun = r.Float64() * 0.2
+		}
+		if r.Intn(3) == 0 {
+			o.violate = r.Float64() * 0.2
+		}
+		h := genMutex(t, o)
+		want := Compose(mustSelect(t)...).Report(ctx, h)
+		ttl := time.Duration(o.ttl) * time.Millisecond
+		for _, sz := range []struct{ reach, back, win time.Duration }{{0, 0, 0}, {0, 0, ttl}, {4 * ttl, 2 * ttl, ttl / 2}, {0, 0, 8 * ttl}} {
+			got, s := streamReport(t, h, sz.reach, sz.back, sz.win, nil)
+			windows += s.nWindows
+			if got.Verdict != want.Verdict || !sameTally(tally(got), tally(want)) {
+				t.Fatalf("seed %d (%+v), window %+v: stream %s %v, whole %s %v\nstream: %s\nwhole:  %s",
+					seed, o, sz, got.Verdict, tally(got), want.Verdict, tally(want), startTimes(got), startTimes(want))
+			}
+		}
+		verdicts[want.Verdict]++
+	}
+	t.Logf("verdicts %v, %d windows", verdicts, windows)
+	if verdicts[Invalid] < 20 || verdicts[Valid] < 20 {
+		t.Fatalf("the histories do not exercise both verdicts: %v", verdicts)
+	}
+}
+
+func mustSelect(t testing.TB) []Checker {
+	c, err := Select(Builtin(), nil, MutexOptions{MaxAnomalies: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Checkers()
+}
+
+// Batch sets the own part of a window in Reaches when Window is not set, and
+// only then; the agreement test above covers own parts of that length.
+func TestStreamBatchSizesWindows(t *testing.T) {
+	run := &history.RunInfo{Clients: 1, Keys: 1, TTLMillis: 1000}
+	tests := []struct {
+		name    string
+		o       StreamOptions
+		wantWin int64
+	}{
+		{"default: one reach", StreamOptions{}, 4e9},
+		{"batch 1", StreamOptions{Batch: 1}, 4e9},
+		{"batch 2", StreamOptions{Batch: 2}, 8e9},
+		{"batch of a set reach", StreamOptions{Batch: 3, Reach: time.Second}, 3e9},
+		{"window wins", StreamOptions{Batch: 3, Window: 500 * time.Millisecond}, 5e8},
+		{"negative batch", StreamOptions{Batch: -2}, 4e9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewStream(Builtin(), nil, MutexOptions{}, tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Add(context.Background(), history.Event{Type: history.Info, Op: history.RunOp, Run: run})
+			if _, win, _ := s.sizes(); win != tt.wantWin {
+				t.Errorf("own part %d ns, want %d", win, tt.wantWin)
+			}
+		})
+	}
+}

@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/internal/sleep"
+)
+
+// Settle implements FailoverTopology.
+func (s *SentinelTopology) Settle(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := s.settleOnce(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topology not settled after %v: %w", timeout, err)
+		}
+		if !sleep.For(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *SentinelTopology) settleOnce(ctx context.Context) error {
+	var m *Node
+	if len(s.sentinelCtl) == 0 {
+		m = s.local.Nodes()[0] // before the Sentinels start
+	} else {
+		var err error
+		if m, err = s.agreed(ctx); err != nil {
+			return err
+		}
+	}
+	if role, err := s.role(ctx, m); err != nil {
+		return err
+	} else if role != "master" {
+		return fmt.Errorf("%s is named master but says %s", m.Name, role)
+	}
+	f := s.frontOf(m)
+	for _, n := range s.local.Nodes() {
+		if n == m || n.Pid() == 0 {
+			continue
+		}
+		info, err := s.replication(ctx, n)
+		if err != nil {
+			return err
+		}
+		if info["role"] != "slave" || net.JoinHostPort(info["master_host"], info["master_port"]) != f.addr() {
+			if err := s.control(n).Do(ctx, "REPLICAOF", s.local.Backend().HarnessIP(), strconv.Itoa(f.port())).Err(); err != nil {
+				return fmt.Errorf("point %s at %s: %w", n.Name, m.Name, err)
+			}
+			return fmt.Errorf("%s re-pointed at %s", n.Name, m.Name)
+		}
+		if info["master_link_status"] != "up" {
+			return fmt.Errorf("%s's link to %s is %s", n.Name, m.Name, info["master_link_status"])
+		}
+	}
+	return s.sentinelsSee(ctx, m)
+}
+
+// sentinelsSee checks that every Sentinel has seen every running node other
+// than m report itself a replica of m: only then may the next failover
+// promote any of them safely (see sentinelDebug).
+func (s *SentinelTopology) sentinelsSee(ctx context.Context, m *Node) error {
+	mport := strconv.Itoa(s.frontOf(m).port())
+	for i, c := range s.sentinelCtl {
+		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+		if err != nil {
+			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
+		}
+		seen := map[string]map[string]string{}
+		for _, r := range reps {
+			fields := pairs(r)
+			seen[fields["port"]] = fields
+		}
+		for _, n := range s.local.Nodes() {
+			if n == m || n.Pid() == 0 {
+				continue
+			}
+			r := seen[strconv.Itoa(s.frontOf(n).port())]
+			switch {
+			case r == nil:
+				return fmt.Errorf("sentinel %d does not know %s", i+1, n.Name)
+			case r["role-reported"] != "slave" || r["master-port"] != mport:
+				return fmt.Errorf("sentinel %d sees %s as %s of port %s", i+1, n.Name, r["role-reported"], r["master-port"])
+			case strings.Contains(r["flags"], "down") || strings.Contains(r["flags"], "disconnected"):
+				return fmt.Errorf("sentinel %d flags %s %s", i+1, n.Name, r["flags"])
+			}
+		}
+	}
+	return nil
+}
+
+// pairs reads a RESP2 field/value array into a map.
+func pairs(v any) map[string]string {
+	out := map[string]string{}
+	a, _ := v.([]any)
+	for k := 0; k+1 < len(a); k += 2 {
+		key, _ := a[k].(string)
+		val, _ := a[k+1].(string)
+		out[key] = val
+	}
+	return out
+}
+
+func (s *SentinelTopology) role(ctx context.Context, n *Node) (string, error) {
+	info, err := s.replication(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	return info["role"], nil
+}
+
+// replication returns a node's INFO replication fields.
+func (s *SentinelTopology) replication(ctx context.Context, n *Node) (map[string]string, error) {
+	c := s.control(n)
+	if c == nil {
+		return nil, fmt.Errorf("no control client for %s", n.Name)
+	}
+	txt, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO replication of %s: %w", n.Name, err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(txt))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// waitSentinels waits until every Sentinel knows both replicas and the
+// other Sentinels, so that a failover can be authorised.
+func (s *SentinelTopology) waitSentinels(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := s.sentinelsReady(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sentinels not ready after %v: %w", timeout, err)
+		}
+		if !sleep.For(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *SentinelTopology) sentinelsReady(ctx context.Context) error {
+	for i, c := range s.sentinelCtl {
+		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+		if err != nil {
+			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
+		}
+		if len(reps) < sentinelReplicas {
+			return fmt.Errorf("sentinel %d knows %d replicas", i+1, len(reps))
+		}
+		others, err := c.Do(ctx, "SENTINEL", "SENTINELS", SentinelMaster).Slice()
+		if err != nil {
+			return fmt.Errorf("sentinel %d: sentinels: %w", i+1, err)
+		}
+		if len(others) < sentinelCount-1 {
+			return fmt.Errorf("sentinel %d knows %d other sentinels", i+1, len(others))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/locktorture/locktorture/matrix"
+)
+
+// cmdMatrix runs a matrix spec: every cell with every seed, one run after
+// another, then the table and the matrix files. Exit 0 when every cell kept
+// its promise, 1 when some did not, 2 for a bad spec, a harness error or an
+// interrupted matrix.
+func cmdMatrix(args []string, stdout, stderr io.Writer) int {
+	var seedsText, out, cells string
+	var quiet bool
+	fs := newFlags("matrix", stderr)
+	fs.StringVar(&seedsText, "seeds", "", "seeds A..B (or one seed) for every cell, replacing the spec's")
+	fs.StringVar(&out, "out", "", "folder for runs/, matrix.json, matrix.md, junit.xml and index.html (default results/matrix-NAME-TIME)")
+	fs.StringVar(&cells, "cells", "", "run only the cells whose names match these comma-separated patterns (token-*,set-px-overrun)")
+	fs.BoolVar(&quiet, "quiet", false, "no progress bar or progress lines")
+	path, help, err := parseOne(fs, args, stdout, "SPEC.yaml")
+	if help {
+		return exitValid
+	} else if err != nil {
+		return fail(stderr, fmt.Errorf("matrix: %v", err))
+	}
+	var override matrix.Seeds
+	if seedsText != "" {
+		s, err := matrix.ParseSeeds(seedsText)
+		if err != nil {
+			return fail(stderr, fmt.Errorf("matrix: --%v", err))
+		}
+		override = s
+	}
+	spec, err := matrix.Load(path)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("matrix %s: %v", path, err))
+	}
+	if out == "" {
+		out = filepath.Join("results", fmt.Sprintf("matrix-%s-%s", spec.Name, time.Now().Format("20060102-150405")))
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	go func() {
+		// After the first signal the run in progress winds down and the
+		// matrix writes what it has; a second one kills at once.
+		<-ctx.Done()
+		cancel()
+	}()
+	tty := !quiet && isTerminal(stdout)
+	var bar *progressbar.ProgressBar
+	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out,
+		Logf: func(format string, args ...any) {
+			if bar != nil {
+				_ = bar.Clear()
+			}
+			fmt.Fprintf(stderr, "torture: "+format+"\n", args...)
+		}}
+	if !quiet {
+		opts.Progress = func(p matrix.Progress) {
+			if !tty {
+				if p.Seed != nil {
+					fmt.Fprintln(stdout, p.Line())
+				}
+				return
+			}
+			if bar == nil {
+				bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(stdout),
+					progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetRenderBlankState(true),
+					progressbar.OptionFullWidth())
+			}
+			if p.Seed == nil {
+				bar.Describe(fmt.Sprintf("cell %d/%d %s seed %d", p.CellIndex, p.CellCount, p.Cell.Name, p.NextSeed))
+				return
+			}
+			_ = bar.Clear()
+			fmt.Fprintln(stdout, p.Line())
+			_ = bar.Add(1)
+		}
+	}
+	fmt.Fprintf(stdout, "torture matrix %s: %d cells, output in %s\n", spec.Name, len(spec.Cells), out)
+	res, err := matrix.Run(ctx, spec, opts)
+	if bar != nil {
+		_ = bar.Clear()
+		fmt.Fprintln(stdout)
+	}
+	if err != nil {
+		return fail(stderr, fmt.Errorf("matrix: %v", err))
+	}
+	if err := res.WriteTable(stdout); err != nil {
+		return fail(stderr, err)
+	}
+	if err := res.WriteFiles(out); err != nil {
+		return fail(stderr, err)
+	}
+	fmt.Fprintf(stdout, "matrix files: %s\n", filepath.Join(out, matrix.JSONFile))
+	switch {
+	case res.Interrupted:
+		fmt.Fprintln(stderr, "torture: matrix interrupted; the files cover the runs that finished")
+		return exitUsage
+	case res.Errors > 0:
+		fmt.Fprintf(stderr, "torture: %d runs ended in a harness error (see %s)\n", res.Errors, matrix.JSONFile)
+		return exitUsage
+	case res.OK():
+		return exitValid
+	}
+	return exitInvalid
+}

@@ -1,0 +1,141 @@
+package locktorture_test
+
+import (
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/needdocker"
+)
+
+// TestDockerBackend runs single, redlock and sentinel on containers, each
+// in the scenario that breaks a lock and in one it survives, and checks that
+// nothing of the runs is left on the engine afterwards. The runs are sized
+// for containers: a container restarts in about half a second (a process
+// in milliseconds), so the Redlock leases are long enough for a node to come
+// back empty within them.
+func TestDockerBackend(t *testing.T) {
+	needRedis(t)
+	needdocker.Need(t)
+	type tc struct {
+		name string
+		opts locktorture.Options
+		check
+	}
+	single := func(lock string, seed int64) locktorture.Options {
+		o := short(lock, seed)
+		o.Backend = locktorture.BackendDocker
+		return o
+	}
+	redlock := func(fault string) locktorture.Options {
+		o := restartOptions(fault, 3, 1)
+		o.Backend = locktorture.BackendDocker
+		// Restarts spaced by ~300ms leave each restarted node up and
+		// empty for a while before the next kill; holds of 2-2.8s under a
+		// 3s lease see several restarts; 8 clients keep someone waiting
+		// to take the emptied majority (4 of 4 seeds broke, tuned apart
+		// from the seed the test uses).
+		o.TTL, o.HoldMin, o.HoldMax, o.Duration = 3*time.Second, 2*time.Second, 2800*time.Millisecond, 10*time.Second
+		o.NemesisInterval, o.Clients = 300*time.Millisecond, 8
+		// Through docker's port publishing a reply takes longer than the
+		// default per-node timeout (TTL/10, at most 50ms) on a loaded
+		// machine; the user's per-command timeout binds Redlock too.
+		o.RedisTimeout = 300 * time.Millisecond
+		// This test is about the backend: the restarts keep the blind
+		// schedule these settings were sized for (holds of seconds leave
+		// too few acquires for a step-aimed fault to wait on).
+		o.Target = locktorture.TargetRandom
+		return o
+	}
+	// The control restarts a node with its data about once a second: back
+	// to back, a node would be down most of the time and few acquires
+	// would succeed to show anything.
+	fsync := redlock("restart-fsync")
+	fsync.NemesisInterval = time.Second
+	latency := locktorture.Options{
+		Lock: "token", Topology: "sentinel", Backend: locktorture.BackendDocker, Faults: []string{"latency"},
+		NemesisInterval: time.Second, Clients: 4, Keys: 1, Duration: 5 * time.Second, TTL: 500 * time.Millisecond,
+		HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: 7, CheckTimeout: 30 * time.Second,
+	}
+	latency.NemesisOptions.Latency = 50 * time.Millisecond
+	lossy := lossyRun("token", 1)
+	lossy.Backend = locktorture.BackendDocker
+	overrun := single("set-px", 1)
+	overrun.Overrun = 0.2
+	cases := []tc{
+		{"single/set-px overrun: foreign release", overrun,
+			check{expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindForeignRelease}}}},
+		{"single/token holds", single("token", 4), check{expect: expect{verdict: checker.Valid}}},
+		{"redlock/restart-empty: two holders within the lease", redlock("restart-empty"),
+			check{expect: expect{verdict: checker.Invalid, class: checker.ClassWithinLease}}},
+		{"redlock/restart-fsync holds", fsync, check{expect: expect{verdict: checker.Valid}, acquired: 5}},
+		{"sentinel/token latency holds", latency, check{expect: expect{verdict: checker.Valid}}},
+		{"sentinel/token failover-lossy: two holders within the lease", lossy,
+			check{expect: expect{verdict: checker.Invalid, class: checker.ClassWithinLease}, switches: true}},
+	}
+	// Redlock bounds each node's reply by its per-node timeout, which a
+	// loaded machine may miss when other runs share it: the Redlock runs go
+	// alone, first. The others (mostly waiting on
+	// Sentinel's timers) then go two at a time.
+	results := make([]*locktorture.Result, len(cases))
+	errs := make([]error, len(cases))
+	runCase := func(i int) {
+		o := cases[i].opts
+		o.OutDir = t.TempDir()
+		results[i], errs[i] = locktorture.Run(t.Context(), o)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, c := range cases {
+		if c.opts.Topology == "redlock" {
+			runCase(i)
+		}
+	}
+	for i, c := range cases {
+		if c.opts.Topology == "redlock" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			runCase(i)
+		}()
+	}
+	wg.Wait()
+	if left, _ := needdocker.Left(t, os.Getpid()); len(left) > 0 {
+		t.Errorf("the runs left on the Docker engine: %v", left)
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if errs[i] != nil {
+				t.Fatalf("run: %v", errs[i])
+			}
+			res := results[i]
+			t.Logf("%d acquired, %d failed, %d unknown, %d master switches; verdict %s, counts %v",
+				res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.MasterSwitches,
+				res.Verdict, res.Report.Count)
+			if res.Stats.Acquired == 0 {
+				t.Fatal("no acquire succeeded; the run shows nothing")
+			}
+			if res.Stats.Acquired < int64(c.acquired) {
+				t.Fatalf("%d acquires, want at least %d for the verdict to mean something", res.Stats.Acquired, c.acquired)
+			}
+			if c.switches && res.Stats.MasterSwitches == 0 {
+				t.Fatal("no master switch: the failover never happened")
+			}
+			c.check.check(t, res)
+		})
+	}
+}
+
+// check is what one Docker run must show.
+type check struct {
+	expect
+	switches bool // the run must have seen a failover
+	acquired int  // the fewest successful acquires that make the run evidence
+}

@@ -1,0 +1,47 @@
+// Package testredis starts what a test of faults or topologies stands on:
+// the embedded Toxiproxy network and a topology of real redis-server
+// processes, both stopped when the test ends.
+package testredis
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// Need skips t when redis-server is not installed.
+func Need(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+}
+
+// Network starts the embedded Toxiproxy network, closed at the end of t.
+func Network(t testing.TB) *cluster.Network {
+	t.Helper()
+	Need(t)
+	netw, err := cluster.StartNetwork(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { netw.Close() })
+	return netw
+}
+
+// Topology starts the built-in topology name on a network of its own (or
+// opts.Network when set), both stopped at the end of t.
+func Topology(t testing.TB, name string, opts cluster.TopologyOptions) (cluster.Topology, *cluster.Network) {
+	t.Helper()
+	if opts.Network == nil {
+		opts.Network = Network(t)
+	}
+	topo, err := cluster.StartTopology(context.Background(), name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { topo.Close() })
+	return topo, opts.Network
+}

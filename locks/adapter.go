@@ -1,0 +1,62 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrUnobserved is returned (wrapped) by a Release whose lock does not say
+// whether it deleted the key: a library that releases in the background and
+// reports nothing. The harness records such a release as an unknown outcome,
+// which the checkers take as "may or may not have deleted it", rather than
+// guessing a deleted flag that could accuse or clear the lock wrongly.
+var ErrUnobserved = errors.New("the lock does not report whether its release deleted the key")
+
+// Closer is implemented by a Lock that owns resources of its own (a
+// third-party client with its own connections and goroutines). The harness
+// calls Close when the client process ends, after its gate has crashed, so
+// nothing it does on the way out reaches Redis, as after kill -9.
+type Closer interface {
+	Close() error
+}
+
+// DefaultRetryDelay is the pause between acquire attempts when
+// Config.RetryDelay is unset: a twentieth of the TTL, at least 1 ms. It is
+// exported so that adapters of third-party locks pace their library's
+// retries like the built-in locks, and runs compare algorithms, not pacing.
+func DefaultRetryDelay(ttl time.Duration) time.Duration {
+	return max(ttl/20, time.Millisecond)
+}
+
+// RetryDelayOrDefault is the base pause between acquire attempts: the
+// configured RetryDelay, or DefaultRetryDelay of the TTL.
+func (c Config) RetryDelayOrDefault() time.Duration {
+	if c.RetryDelay > 0 {
+		return max(c.RetryDelay, time.Millisecond)
+	}
+	return DefaultRetryDelay(c.TTL)
+}
+
+// NextRetryDelay is the pause before the next attempt: the base delay plus a
+// jitter of up to half of it drawn from Rand, so that contenders do not retry
+// in lockstep and a run replays from its seed.
+func (c Config) NextRetryDelay() time.Duration {
+	d := c.RetryDelayOrDefault()
+	return d + time.Duration(c.Rand.Int63n(int64(d)/2+1))
+}
+
+// Attempts is how many attempts fit in Wait at the mean jittered pace (at
+// least one): for libraries that bound their retrying by a count rather than
+// a time.
+func (c Config) Attempts() int {
+	if c.Wait <= 0 {
+		return 1
+	}
+	return 1 + int(c.Wait/(c.RetryDelayOrDefault()*5/4))
+}
+
+// Reach is Step for a lock outside this package: it tells the harness the
+// process has reached a protocol point (blocking while it is paused, failing
+// once it crashed), and with no Step hook set it only checks ctx.
+func (h Hooks) Reach(ctx context.Context, point string) error { return h.step(ctx, point) }

@@ -1,0 +1,168 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture/checker"
+)
+
+// Expect is a cell's promise: it breaks with an anomaly of a kind (and
+// class), or it holds. Written `expect: holds` (the verdict is valid),
+// `expect: {holds: [double-holder]}` (no anomaly of those kinds; others
+// are tolerated), or `expect: {breaks: {kind: double-holder, class: within-lease}}`.
+type Expect struct {
+	// Breaks is set for a breaking cell.
+	Breaks *Breaks `json:"breaks,omitempty"`
+	// Holds is true for a control cell.
+	Holds bool `json:"holds,omitempty"`
+	// Absent, for a control cell, narrows "holds" to "no anomaly of these
+	// kinds"; empty means the verdict must be valid.
+	Absent []checker.Kind `json:"absent,omitempty"`
+}
+
+// Breaks is the anomaly a breaking cell must show.
+type Breaks struct {
+	Kind  checker.Kind  `yaml:"kind" json:"kind"`
+	Class checker.Class `yaml:"class" json:"class,omitempty"`
+}
+
+// kindClasses lists the anomaly kinds the checkers report and the classes
+// each may carry. It mirrors package checker's constants so that a typo in
+// a spec fails at once instead of making a cell never match.
+var kindClasses = map[checker.Kind][]checker.Class{
+	checker.KindDoubleHolder:    {checker.ClassWithinLease, checker.ClassLeaseOutlived},
+	checker.KindNonlinearizable: nil,
+	checker.KindForeignRelease:  nil,
+	checker.KindStuckLock:       nil,
+	checker.KindSpuriousFailure: nil,
+	checker.KindLostUpdate:      nil,
+	checker.KindStaleWrite:      nil,
+	checker.KindDuplicateWork:   nil,
+	checker.KindOversell:        nil,
+	checker.KindDoubleBuy:       nil,
+	checker.KindFenceRegression: nil,
+	checker.KindReentryCount:    {checker.ClassDoubleCount, checker.ClassLostCount},
+}
+
+func kindNames() string {
+	var out []string
+	for k := range kindClasses {
+		out = append(out, string(k))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func knownKind(k checker.Kind) error {
+	if _, ok := kindClasses[k]; !ok {
+		return fmt.Errorf("unknown anomaly kind %q (known: %s)", k, kindNames())
+	}
+	return nil
+}
+
+// UnmarshalYAML reads the three written forms.
+func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
+	*e = Expect{}
+	if n.Kind == yaml.ScalarNode {
+		if n.Value != "holds" {
+			return fmt.Errorf("line %d: expect %q: want holds, {holds: [kinds]} or {breaks: {kind: K, class: C}}", n.Line, n.Value)
+		}
+		e.Holds = true
+		return nil
+	}
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return fmt.Errorf("line %d: expect: want holds, {holds: [kinds]} or {breaks: {kind: K, class: C}}", n.Line)
+	}
+	key, val := n.Content[0], n.Content[1]
+	switch key.Value {
+	case "holds":
+		var kinds []checker.Kind
+		if val.Kind != yaml.SequenceNode || val.Decode(&kinds) != nil {
+			return fmt.Errorf("line %d: expect holds: want a list of anomaly kinds", val.Line)
+		}
+		e.Holds, e.Absent = true, kinds
+		return nil
+	case "breaks":
+		if val.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: expect breaks: want {kind: K, class: C}", val.Line)
+		}
+		b := &Breaks{}
+		for i := 0; i+1 < len(val.Content); i += 2 {
+			k, v := val.Content[i], val.Content[i+1]
+			switch k.Value {
+			case "kind":
+				b.Kind = checker.Kind(v.Value)
+			case "class":
+				b.Class = checker.Class(v.Value)
+			default:
+				return fmt.Errorf("line %d: expect breaks: unknown field %q (want kind, class)", k.Line, k.Value)
+			}
+		}
+		e.Breaks = b
+		return nil
+	}
+	return fmt.Errorf("line %d: expect: unknown field %q (want holds or breaks)", key.Line, key.Value)
+}
+
+func (e *Expect) validate() error {
+	switch {
+	case e.Breaks == nil && !e.Holds:
+		return errors.New("no expect: want holds or breaks")
+	case e.Breaks != nil:
+		if e.Breaks.Kind == "" {
+			return errors.New("expect breaks names no anomaly kind")
+		}
+		if err := knownKind(e.Breaks.Kind); err != nil {
+			return fmt.Errorf("expect breaks: %w", err)
+		}
+		if c := e.Breaks.Class; c != "" {
+			classes := kindClasses[e.Breaks.Kind]
+			for _, k := range classes {
+				if k == c {
+					return nil
+				}
+			}
+			return fmt.Errorf("expect breaks: %s has no class %q (classes: %v)", e.Breaks.Kind, c, classes)
+		}
+	default:
+		for _, k := range e.Absent {
+			if err := knownKind(k); err != nil {
+				return fmt.Errorf("expect holds: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// String says the expectation in words: "double-holder (within-lease)",
+// "holds", "holds: no double-holder".
+func (e Expect) String() string {
+	switch {
+	case e.Breaks != nil:
+		return e.Breaks.String()
+	case len(e.Absent) > 0:
+		var ks []string
+		for _, k := range e.Absent {
+			ks = append(ks, string(k))
+		}
+		return "holds: no " + strings.Join(ks, ", ")
+	}
+	return "holds"
+}
+
+func (b Breaks) String() string {
+	if b.Class == "" {
+		return string(b.Kind)
+	}
+	return fmt.Sprintf("%s (%s)", b.Kind, b.Class)
+}
+
+// matches reports whether a is the anomaly b asks for.
+func (b Breaks) matches(a checker.Anomaly) bool {
+	return a.Kind == b.Kind && (b.Class == "" || a.Class == b.Class)
+}

@@ -1,0 +1,258 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+)
+
+// RunFunc performs one run; locktorture.Run unless a caller wraps it.
+type RunFunc func(ctx context.Context, o locktorture.Options) (*locktorture.Result, error)
+
+// Options configure a matrix run.
+type Options struct {
+	// Seeds, when set, replace every cell's seeds (--seeds).
+	Seeds Seeds
+	// Cells keeps only the cells whose names match one of these
+	// comma-separated path.Match patterns (--cells); empty keeps all.
+	Cells string
+	// OutDir receives runs/<cell>-seed<N>/ and the matrix files.
+	OutDir string
+	// Run performs one run; default locktorture.Run.
+	Run RunFunc
+	// Progress is called before every run (Seed nil) and after it, from
+	// the goroutine calling Run.
+	Progress func(Progress)
+	// Logf receives harness messages of the runs.
+	Logf func(format string, args ...any)
+}
+
+// Progress tells where a matrix is: about to start a run of Cell with
+// NextSeed (Seed nil), or just done with one (Seed set).
+type Progress struct {
+	Done, Total int // runs
+	CellIndex   int // 1-based, of CellCount
+	CellCount   int
+	Cell        *CellResult
+	NextSeed    int64
+	Seed        *SeedResult
+}
+
+// Line is the plain progress line for a log:
+// "cell 3/12 token x pause-client seed 4: invalid (double-holder (within-lease)) as expected".
+func (p Progress) Line() string {
+	s := p.Seed
+	if s == nil {
+		return fmt.Sprintf("cell %d/%d %s x %s seed %d: running", p.CellIndex, p.CellCount, p.Cell.Lock, p.Cell.Fault, p.NextSeed)
+	}
+	what := string(s.Verdict)
+	switch {
+	case s.Error != "":
+		what = "error: " + s.Error
+	case s.Interrupted:
+		what = "interrupted"
+	case s.Verdict == checker.Invalid:
+		what += " (" + s.Found + ")"
+	}
+	tail := "as expected"
+	if !s.AsExpected {
+		tail = "NOT as expected (want " + p.Cell.Expect.String() + ")"
+	}
+	return fmt.Sprintf("cell %d/%d %s x %s seed %d: %s %s", p.CellIndex, p.CellCount, p.Cell.Lock, p.Cell.Fault,
+		s.Seed, what, tail)
+}
+
+// selectCells returns the cells matching filter.
+func selectCells(cells []Cell, filter string) ([]Cell, error) {
+	if strings.TrimSpace(filter) == "" {
+		return cells, nil
+	}
+	var pats []string
+	for _, p := range strings.Split(filter, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("--cells %q: bad pattern %q", filter, p)
+			}
+			pats = append(pats, p)
+		}
+	}
+	var out []Cell
+	for _, c := range cells {
+		for _, p := range pats {
+			if ok, _ := path.Match(p, c.Name); ok {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--cells %q matches no cell", filter)
+	}
+	return out, nil
+}
+
+// Run runs every selected cell with each of its seeds, one run after
+// another (runs share the machine's ports and cores, and a run's timing is
+// part of what it shows). Cancelling ctx stops the run in progress, which
+// still writes what it recorded; the result is then marked Interrupted. An
+// error means the spec or options were unusable; a run's harness error is
+// recorded in its seed and the matrix goes on.
+func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
+	cells, err := selectCells(spec.Cells, opts.Cells)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Run == nil {
+		opts.Run = locktorture.Run
+	}
+	res := &Result{Name: spec.Name, MinRate: spec.Rate(), Started: time.Now().UTC()}
+	total := 0
+	for i := range cells {
+		total += len(spec.SeedsFor(&cells[i], opts.Seeds))
+	}
+	res.Runs = total
+	start := time.Now()
+	done := 0
+	for i := range cells {
+		c := &cells[i]
+		res.Cells = append(res.Cells, newCellResult(c, spec.Defaults))
+		cr := &res.Cells[len(res.Cells)-1]
+		for _, seed := range spec.SeedsFor(c, opts.Seeds) {
+			if ctx.Err() != nil {
+				break
+			}
+			if opts.Progress != nil {
+				opts.Progress(Progress{Done: done, Total: total, CellIndex: i + 1, CellCount: len(cells),
+					Cell: cr, NextSeed: seed})
+			}
+			sr := runSeed(ctx, c, spec.Defaults, seed, opts)
+			cr.Seeds = append(cr.Seeds, sr)
+			cr.summarise(res.MinRate)
+			done++
+			if sr.Interrupted {
+				res.Interrupted = true
+			}
+			if opts.Progress != nil {
+				opts.Progress(Progress{Done: done, Total: total, CellIndex: i + 1, CellCount: len(cells),
+					Cell: cr, Seed: &cr.Seeds[len(cr.Seeds)-1]})
+			}
+		}
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	res.tally()
+	return res, nil
+}
+
+// runSeed performs one run of cell c and judges it.
+func runSeed(ctx context.Context, c *Cell, def Params, seed int64, opts Options) SeedResult {
+	o := c.Options(def, seed, "")
+	o.RunID = fmt.Sprintf("%s-seed%d", c.Name, seed)
+	if opts.OutDir != "" {
+		o.OutDir = filepath.Join(opts.OutDir, "runs")
+	}
+	o.Logf = opts.Logf
+	sr := SeedResult{Seed: seed, RunID: o.RunID}
+	began := time.Now()
+	r, err := opts.Run(ctx, o)
+	sr.DurationMs = time.Since(began).Milliseconds()
+	if err != nil {
+		sr.Error = oneLine(err.Error())
+		sr.Interrupted = ctx.Err() != nil
+		return sr
+	}
+	sr.Dir, sr.Interrupted = r.Dir, r.Interrupted
+	sr.Verdict = r.Verdict
+	if r.Report != nil {
+		sr.Counts = r.Report.Count
+		judge(&sr, c.Expect, r.Report)
+	}
+	return sr
+}
+
+// judge decides whether one run kept the cell's promise and, for a
+// breaking cell, when the expected anomaly first showed.
+func judge(sr *SeedResult, e Expect, rep *checker.Report) {
+	if sr.Interrupted {
+		return
+	}
+	if e.Breaks != nil {
+		var first *checker.Anomaly
+		for i, a := range rep.Anomalies {
+			if e.Breaks.matches(a) && (first == nil || a.StartNS < first.StartNS) {
+				first = &rep.Anomalies[i]
+			}
+		}
+		if first != nil {
+			ms := float64(first.StartNS) / 1e6
+			sr.Detected, sr.FirstMs, sr.Found = true, &ms, e.Breaks.String()
+			sr.Detail = first.Detail
+			sr.AsExpected = true
+			return
+		}
+		sr.Detail = "no " + e.Breaks.String() + " found" + otherwise(rep)
+		sr.Found = foundText(rep)
+		return
+	}
+	sr.Found = foundText(rep)
+	if rep.Verdict == checker.Unknown {
+		sr.Detail = "verdict unknown: a checker ran out of time"
+		return
+	}
+	if len(e.Absent) == 0 {
+		sr.AsExpected = rep.Verdict == checker.Valid
+	} else {
+		sr.AsExpected = true
+		for _, k := range e.Absent {
+			if rep.Count[k] > 0 {
+				sr.AsExpected = false
+			}
+		}
+	}
+	if !sr.AsExpected {
+		for _, a := range rep.Anomalies {
+			if len(e.Absent) == 0 || contains(e.Absent, a.Kind) {
+				sr.Detail = a.Detail
+				break
+			}
+		}
+	}
+}
+
+func contains(ks []checker.Kind, k checker.Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// foundText lists the anomaly kinds of a report, "double-holder 3, foreign-release 1".
+func foundText(rep *checker.Report) string {
+	var parts []string
+	for k, n := range rep.Count {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func otherwise(rep *checker.Report) string {
+	if s := foundText(rep); s != "" {
+		return " (found instead: " + s + ")"
+	}
+	return " (verdict " + string(rep.Verdict) + ")"
+}

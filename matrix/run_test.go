@@ -1,0 +1,211 @@
+package matrix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jstemmer/go-junit-report/v2/junit"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+)
+
+// scripted answers each run from a table keyed by run id, so the judging,
+// rates and outputs are checked without Redis.
+type scripted map[string]*locktorture.Result
+
+func (s scripted) run(_ context.Context, o locktorture.Options) (*locktorture.Result, error) {
+	r, ok := s[o.RunID]
+	if !ok {
+		return nil, errors.New("start redis: no such binary")
+	}
+	r.RunID, r.Dir = o.RunID, filepath.Join(o.OutDir, o.RunID)
+	return r, nil
+}
+
+func result(v checker.Verdict, as ...checker.Anomaly) *locktorture.Result {
+	rep := &checker.Report{Verdict: v, Anomalies: as, Count: map[checker.Kind]int{}}
+	for _, a := range as {
+		rep.Count[a.Kind]++
+	}
+	return &locktorture.Result{Verdict: v, Report: rep}
+}
+
+func dh(class checker.Class, startMs int64) checker.Anomaly {
+	return checker.Anomaly{Kind: checker.KindDoubleHolder, Class: class, StartNS: startMs * 1e6,
+		Detail: "clients 0 and 1 both held lock:0"}
+}
+
+const scriptedSpec = `
+name: scripted
+seeds: 1..3
+cells:
+  - name: breaks
+    lock: token
+    faults: [pause-client]
+    expect: {breaks: {kind: double-holder, class: within-lease}}
+  - name: holds
+    lock: token
+    expect: holds
+  - name: flaky
+    lock: token
+    faults: [latency]
+    expect: {breaks: {kind: double-holder}}
+`
+
+func TestRunJudgesCells(t *testing.T) {
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := scripted{
+		// Found in every seed; the wrong class first does not count.
+		"breaks-seed1": result(checker.Invalid, dh(checker.ClassLeaseOutlived, 100), dh(checker.ClassWithinLease, 900)),
+		"breaks-seed2": result(checker.Invalid, dh(checker.ClassWithinLease, 300)),
+		"breaks-seed3": result(checker.Invalid, dh(checker.ClassWithinLease, 2000), dh(checker.ClassWithinLease, 500)),
+		"holds-seed1":  result(checker.Valid),
+		"holds-seed2":  result(checker.Unknown),
+		"holds-seed3":  result(checker.Valid),
+		"flaky-seed1":  result(checker.Invalid, dh(checker.ClassLeaseOutlived, 1500)),
+		"flaky-seed2":  result(checker.Valid),
+		// flaky-seed3 is missing: a harness error.
+	}
+	var lines []string
+	out := t.TempDir()
+	res, err := Run(context.Background(), spec, Options{OutDir: out, Run: runs.run, Progress: func(p Progress) {
+		lines = append(lines, p.Line())
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, c, f := res.Cells[0], res.Cells[1], res.Cells[2]
+	if !b.AsExpected || b.Detected != 3 || b.Rate != 1 || *b.FirstMedianMs != 500 || *b.FirstWorstMs != 900 {
+		t.Errorf("breaking cell: %+v", b)
+	}
+	if c.AsExpected || c.Held != 2 || c.Unknown != 1 || c.Valid != 2 {
+		t.Errorf("control with an unknown verdict: %+v", c)
+	}
+	if f.AsExpected || f.Runs != 2 || f.Detected != 1 || f.Rate != 0.5 || f.Errors != 1 || f.Seeds[2].Error == "" {
+		t.Errorf("flaky cell: %+v", f)
+	}
+	if res.OK() || res.AsExpected != 1 || res.Errors != 1 {
+		t.Errorf("matrix: %d as expected, %d errors, ok %v", res.AsExpected, res.Errors, res.OK())
+	}
+	if len(lines) != 18 || !strings.Contains(lines[1], "cell 1/3 token x pause-client seed 1: invalid (double-holder (within-lease)) as expected") {
+		t.Errorf("progress lines: %q", lines)
+	}
+	if got := b.Seeds[0].Dir; got != filepath.Join(out, "runs", "breaks-seed1") {
+		t.Errorf("run dir %s", got)
+	}
+
+	if err := res.WriteFiles(out); err != nil {
+		t.Fatal(err)
+	}
+	// index.html: the grid, each cell judged as the runner judged it, each
+	// seed linked to its run's report.
+	page, err := os.ReadFile(filepath.Join(out, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`href="runs/breaks-seed1/report.html"`, `data-status="as-expected"`, `data-status="unexpected"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %s", want)
+		}
+	}
+	// junit.xml reads back as JUnit: one case per cell and seed, the
+	// failures and errors where the promise was not kept.
+	x, err := os.ReadFile(filepath.Join(out, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ju junit.Testsuites
+	if err := xml.Unmarshal(x, &ju); err != nil {
+		t.Fatalf("junit.xml does not parse: %v", err)
+	}
+	if ju.Tests != 9 || ju.Failures != 2 || ju.Errors != 1 || len(ju.Suites) != 1 || len(ju.Suites[0].Testcases) != 9 {
+		t.Fatalf("junit counts: tests %d failures %d errors %d", ju.Tests, ju.Failures, ju.Errors)
+	}
+	var failed []string
+	for _, tc := range ju.Suites[0].Testcases {
+		if tc.Failure != nil {
+			failed = append(failed, tc.Classname+"/"+tc.Name+": "+tc.Failure.Message)
+		}
+	}
+	want := []string{"holds/seed 2: expected holds, got verdict unknown",
+		"flaky/seed 2: expected double-holder, got verdict valid"}
+	if strings.Join(failed, "\n") != strings.Join(want, "\n") {
+		t.Errorf("junit failures:\n%s\nwant:\n%s", strings.Join(failed, "\n"), strings.Join(want, "\n"))
+	}
+
+	var back Result
+	j, _ := os.ReadFile(filepath.Join(out, JSONFile))
+	if err := json.Unmarshal(j, &back); err != nil || len(back.Cells) != 3 || back.Cells[0].Seeds[2].RunID != "breaks-seed3" ||
+		*back.Cells[0].Seeds[2].FirstMs != 500 {
+		t.Errorf("matrix.json: %v %s", err, j)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, MarkdownFile))
+	if !bytes.Contains(md, []byte("| breaks | token | pause-client | double-holder (within-lease) | 3/3 | 0.50s | 0.90s | 0 | as expected |")) {
+		t.Errorf("matrix.md:\n%s", md)
+	}
+}
+
+// TestRunStopsWhenCancelled: a cancelled matrix stops after the run in
+// progress and says it was interrupted.
+func TestRunStopsWhenCancelled(t *testing.T) {
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	run := func(ctx context.Context, o locktorture.Options) (*locktorture.Result, error) {
+		calls++
+		cancel() // Ctrl-C during the first run
+		r := result(checker.Valid)
+		r.Interrupted = true
+		return r, nil
+	}
+	res, err := Run(ctx, spec, Options{Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || !res.Interrupted || res.OK() || res.Cells[0].Runs != 0 {
+		t.Errorf("calls %d, interrupted %v, cells %+v", calls, res.Interrupted, res.Cells)
+	}
+}
+
+func TestSelectCells(t *testing.T) {
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		filter string
+		want   string
+		err    string
+	}{
+		{"", "breaks,holds,flaky", ""},
+		{"holds", "holds", ""},
+		{"b*, fl*", "breaks,flaky", ""},
+		{"zzz", "", "matches no cell"},
+		{"[", "", "bad pattern"},
+	}
+	for _, tc := range cases {
+		got, err := selectCells(spec.Cells, tc.filter)
+		var names []string
+		for _, c := range got {
+			names = append(names, c.Name)
+		}
+		if strings.Join(names, ",") != tc.want || (err == nil) != (tc.err == "") ||
+			(err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("filter %q: %v, %v", tc.filter, names, err)
+		}
+	}
+}

@@ -1,0 +1,267 @@
+// Package matrix runs specs of lock x fault x parameters x seeds, each cell
+// with the outcome it is expected to have, and says which cells kept their
+// promise. It is the README's fault and lock tables as data: a team gating a
+// lock library runs the matrix and gets one exit code, a JSON summary, a
+// Markdown table and JUnit test cases.
+package matrix
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Spec is a matrix file: defaults shared by every cell, then the cells.
+type Spec struct {
+	// Name labels the matrix in its outputs; default the file's base name.
+	Name string `yaml:"name"`
+	// Seeds every cell runs with unless the cell or --seeds says otherwise.
+	Seeds Seeds `yaml:"seeds"`
+	// MinRate is the share of seeds in which a breaking cell must find its
+	// anomaly to count as expected (default 1: every seed).
+	MinRate  *float64 `yaml:"min-rate"`
+	Defaults Params   `yaml:"defaults"`
+	Cells    []Cell   `yaml:"cells"`
+}
+
+// Cell is one lock under a set of faults with its expected outcome. Its
+// parameters override the spec's defaults field by field.
+type Cell struct {
+	// Name is the cell's id in outputs and run folders; default
+	// LOCK-FAULT_FAULT, with overrun and abandon as faults (or LOCK-none).
+	Name   string   `yaml:"name"`
+	Lock   string   `yaml:"lock"`
+	Faults []string `yaml:"faults"`
+	Seeds  Seeds    `yaml:"seeds"`
+	Expect Expect   `yaml:"expect"`
+	// Note says why the cell exists (the README claim it checks).
+	Note   string `yaml:"note"`
+	Params `yaml:",inline"`
+}
+
+// Params are the run parameters a spec can set, in the CLI's words. A nil
+// field is unset: the cell's value wins over the defaults', the defaults'
+// over locktorture's own.
+type Params struct {
+	Workload         *string   `yaml:"workload"`
+	Topology         *string   `yaml:"topology"`
+	Nodes            *int      `yaml:"nodes"`
+	Persistence      *string   `yaml:"persistence"`
+	Clients          *int      `yaml:"clients"`
+	Keys             *int      `yaml:"keys"`
+	Duration         *Duration `yaml:"duration"`
+	TTL              *Duration `yaml:"ttl"`
+	Hold             *Range    `yaml:"hold"`
+	Think            *Duration `yaml:"think"`
+	Wait             *Duration `yaml:"wait"`
+	RetryDelay       *Duration `yaml:"retry-delay"`
+	Overrun          *float64  `yaml:"overrun"`
+	Abandon          *float64  `yaml:"abandon"`
+	RedisRetries     *int      `yaml:"redis-retries"`
+	RedisTimeout     *Duration `yaml:"redis-timeout"`
+	NemesisInterval  *Duration `yaml:"nemesis-interval"`
+	NemesisDuration  *Duration `yaml:"nemesis-duration"`
+	Latency          *Duration `yaml:"latency"`
+	Jitter           *Duration `yaml:"jitter"`
+	LatencyAll       *bool     `yaml:"latency-all"`
+	Direction        *string   `yaml:"direction"`
+	LostReplyRate    *float64  `yaml:"lost-reply-rate"`
+	Downtime         *Duration `yaml:"downtime"`
+	PartitionClients *string   `yaml:"partition-clients"`
+	ClockJump        *Duration `yaml:"clock-jump"`
+	Target           *string   `yaml:"target"`
+	Trigger          *string   `yaml:"trigger"`
+	Warmup           *Duration `yaml:"warmup"`
+	CheckTimeout     *Duration `yaml:"check-timeout"`
+}
+
+// Duration is a time.Duration written as "300ms" in a spec.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration, refusing negative ones.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: %q is not a duration (like 300ms or 2s)", n.Line, n.Value)
+	}
+	if v < 0 {
+		return fmt.Errorf("line %d: duration %s is negative", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Range is a MIN..MAX duration range ("10ms..50ms", or one duration).
+type Range struct{ Min, Max time.Duration }
+
+// UnmarshalYAML parses MIN..MAX.
+func (r *Range) UnmarshalYAML(n *yaml.Node) error {
+	lo, hi, found := strings.Cut(n.Value, "..")
+	if !found {
+		hi = lo
+	}
+	a, err1 := time.ParseDuration(lo)
+	b, err2 := time.ParseDuration(hi)
+	if n.Kind != yaml.ScalarNode || err1 != nil || err2 != nil || a < 0 || b < a {
+		return fmt.Errorf("line %d: %q is not a range MIN..MAX of durations with 0 <= MIN <= MAX", n.Line, n.Value)
+	}
+	*r = Range{a, b}
+	return nil
+}
+
+// Seeds is a list of seeds, written "1..20", "3" or [1, 5, 9].
+type Seeds []int64
+
+// UnmarshalYAML accepts a range string, a single number or a list.
+func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.SequenceNode {
+		var list []int64
+		if err := n.Decode(&list); err != nil {
+			return fmt.Errorf("line %d: seeds: want integers", n.Line)
+		}
+		*s = list
+		return nil
+	}
+	v, err := ParseSeeds(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*s = v
+	return nil
+}
+
+// maxSeeds bounds a seed range, so a typo cannot schedule a year of runs.
+const maxSeeds = 10000
+
+// ParseSeeds parses "A..B" (inclusive) or a single seed, as --seeds takes.
+func ParseSeeds(text string) (Seeds, error) {
+	lo, hi, found := strings.Cut(strings.TrimSpace(text), "..")
+	if !found {
+		hi = lo
+	}
+	a, err1 := strconv.ParseInt(lo, 10, 64)
+	b, err2 := strconv.ParseInt(hi, 10, 64)
+	switch {
+	case err1 != nil || err2 != nil:
+		return nil, fmt.Errorf("seeds %q: want A..B or one integer", text)
+	case b < a:
+		return nil, fmt.Errorf("seeds %q: the range is empty", text)
+	case b-a >= maxSeeds:
+		return nil, fmt.Errorf("seeds %q: more than %d seeds", text, maxSeeds)
+	}
+	var out Seeds
+	for v := a; v <= b; v++ {
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Load reads and validates a spec file.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	name := strings.TrimSuffix(strings.TrimSuffix(baseName(path), ".yaml"), ".yml")
+	return Parse(bytes.NewReader(b), name)
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// Parse decodes a spec strictly (an unknown field is an error) and
+// validates every cell, so that a mistake shows before the first run
+// rather than an hour into the matrix. name is the default Spec.Name.
+func Parse(r io.Reader, name string) (*Spec, error) {
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("spec is empty")
+		}
+		return nil, fmt.Errorf("spec: %s", oneLine(err.Error()))
+	}
+	if s.Name == "" {
+		s.Name = name
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func oneLine(s string) string {
+	s = strings.TrimPrefix(s, "yaml: unmarshal errors:")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+var cellNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (s *Spec) validate() error {
+	if len(s.Cells) == 0 {
+		return errors.New("spec has no cells")
+	}
+	if s.MinRate != nil && (*s.MinRate <= 0 || *s.MinRate > 1) {
+		return fmt.Errorf("min-rate %v: want a share in (0, 1]", *s.MinRate)
+	}
+	seen := map[string]int{}
+	for i := range s.Cells {
+		c := &s.Cells[i]
+		if c.Name == "" {
+			c.Name = c.Lock + "-" + strings.ReplaceAll(c.faultLabel(s.Defaults), "+", "_")
+		}
+		label := fmt.Sprintf("cell %d (%s)", i+1, c.Name)
+		if !cellNamePattern.MatchString(c.Name) {
+			return fmt.Errorf("%s: name %q: use letters, digits, '.', '_' and '-'", label, c.Name)
+		}
+		if j, dup := seen[c.Name]; dup {
+			return fmt.Errorf("%s: same name as cell %d; give one a name:", label, j+1)
+		}
+		seen[c.Name] = i
+		if c.Lock == "" {
+			return fmt.Errorf("%s: no lock", label)
+		}
+		if err := c.Expect.validate(); err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		if err := c.Options(s.Defaults, 0, "").WithDefaults().Validate(); err != nil {
+			return fmt.Errorf("%s: %s", label, oneLine(err.Error()))
+		}
+	}
+	return nil
+}
+
+// SeedsFor returns the seeds cell c runs with: override (from --seeds)
+// first, then the cell's, then the spec's, then seed 1.
+func (s *Spec) SeedsFor(c *Cell, override Seeds) Seeds {
+	switch {
+	case len(override) > 0:
+		return override
+	case len(c.Seeds) > 0:
+		return c.Seeds
+	case len(s.Seeds) > 0:
+		return s.Seeds
+	}
+	return Seeds{1}
+}
+
+// Rate is the spec's min-rate, default 1.
+func (s *Spec) Rate() float64 {
+	if s.MinRate == nil {
+		return 1
+	}
+	return *s.MinRate
+}

@@ -1,0 +1,135 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
+)
+
+// holdsLease asks node n directly (not through any client's proxy) whether
+// key holds lease right now.
+func holdsLease(ctx context.Context, n *cluster.Node, key, lease string) (bool, error) {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DisableIdentity: true, PoolSize: 1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	defer c.Close()
+	v, err := c.Get(ctx, key).Result()
+	if err == redis.Nil {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s on %s: %w", key, n.Name, err)
+	}
+	return v == lease, nil
+}
+
+// leaseHolders returns, in the nodes' order, the nodes on which key holds
+// lease; a node that does not answer counts as not holding it.
+func leaseHolders(ctx context.Context, nodes []*cluster.Node, key, lease string) []*cluster.Node {
+	held := make([]bool, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			held[i], _ = holdsLease(ctx, n, key, lease)
+		}()
+	}
+	wg.Wait()
+	var out []*cluster.Node
+	for i, n := range nodes {
+		if held[i] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// liveLease waits for an acquire whose lease the nodes hold as want asks
+// (given the nodes that hold it), and returns it with those nodes. The
+// first acquire it looks at is a seeded client's numbered one; when that
+// lease does not suit, it takes the next acquire of any client, until the
+// target's patience runs out. With held, it first looks at the leases
+// clients hold already.
+func liveLease(ctx context.Context, t *Target, rng *rand.Rand, nodes []*cluster.Node, held bool,
+	want func(e ProtocolEvent, holders []*cluster.Node) bool) (ProtocolEvent, []*cluster.Node, error) {
+	deadline := time.Now().Add(t.patience())
+	f := Filter{Kind: Acquired, Client: rng.Intn(t.Clients.Count()), Skip: aimSkip(rng)}
+	if held {
+		for _, e := range t.Protocol.Held() {
+			if e.Expires.IsZero() || time.Now().Before(e.Expires) {
+				if h := leaseHolders(ctx, nodes, e.Key, e.Lease); len(h) > 0 && want(e, h) {
+					e.Planned = -1 // found, not waited for
+					return e, h, nil
+				}
+			}
+		}
+	}
+	for {
+		p := *t
+		p.Patience = time.Until(deadline)
+		if p.Patience <= 0 {
+			return ProtocolEvent{}, nil, fmt.Errorf("%w: no lease held as needed within %v", ErrNoTarget, t.patience())
+		}
+		e, err := p.next(ctx, f)
+		if err != nil {
+			return e, nil, err
+		}
+		if e.Lease != "" && (e.Expires.IsZero() || time.Now().Before(e.Expires)) {
+			if h := leaseHolders(ctx, nodes, e.Key, e.Lease); len(h) > 0 && want(e, h) {
+				return e, h, nil
+			}
+		}
+		f = Filter{Kind: Acquired, Client: -1}
+	}
+}
+
+// aimToxic starts a toxic fault at a protocol step: it waits for the event
+// f matches and, in the client's goroutine before its command goes out,
+// puts the toxic on the paths paths(e) names, so the command in flight is
+// the one hit.
+func (tf *toxicFault) aimToxic(ctx context.Context, t *Target, f Filter, mark Marker,
+	paths func(e ProtocolEvent) ([]*cluster.Path, string)) error {
+	var what string
+	var applyErr error
+	f.Act = func(e ProtocolEvent) {
+		ps, w := paths(e)
+		what = w
+		tf.pick = func(*Target, *rand.Rand) ([]*cluster.Path, string) { return ps, w }
+		applyErr = tf.Start(context.WithoutCancel(ctx), t, nil, quiet{})
+	}
+	e, err := t.next(ctx, f)
+	if err != nil {
+		return err
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	aimed(mark, aimAt(e))
+	mark.Began(what + " (" + tf.direction + ")")
+	return nil
+}
+
+// clientToEveryNode is client c's path to every node it talks to.
+func clientToEveryNode(t *Target, c int) ([]*cluster.Path, string) {
+	var out []*cluster.Path
+	for _, to := range clientNodes(t) {
+		out = append(out, t.Network.Paths(ClientName(c), to)...)
+	}
+	return out, ClientName(c) + " <-> its nodes"
+}
+
+// inFlight is the filter of a client's next acquire or, one time in
+// three, release: the operations whose replies a network fault aims at.
+func inFlight(rng *rand.Rand, client int) Filter {
+	kind := Acquiring
+	if rng.Intn(3) == 0 {
+		kind = Releasing
+	}
+	return Filter{Kind: kind, Client: client, Skip: aimSkip(rng)}
+}

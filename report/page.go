@@ -1,0 +1,207 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/locktorture/locktorture/checker"
+)
+
+// page is what report.html shows.
+type page struct {
+	Title, RunID, Verdict, Started string
+	Interrupted                    bool
+	Params                         [][2]string
+	Replay                         string
+	Counts                         []countRow
+	Stats                          *runStats
+	Unknowns                       []string
+	Anomalies                      []anomalyView
+	AnomalyTotal                   int
+	Keys                           []keyView
+	HiddenKeys                     int
+	Plots                          []template.HTML
+	Faults                         []faultView
+	HiddenFaults                   int
+	HasLin                         bool
+	FirstTarget                    string
+	End                            string
+}
+
+type countRow struct {
+	Kind    string
+	N       int
+	Classes string
+}
+
+type anomalyView struct {
+	N                      int
+	ID, Kind, Detail, When string
+	Clients, Key           string
+	Lines                  []int
+	Timeline               string
+	AfterSwitch            bool
+}
+
+type keyView struct {
+	Key, ID      string
+	Lanes, Holds int
+	Overview     template.HTML
+	Windows      []windowView
+}
+
+type windowView struct {
+	ID, Title, Span string
+	First           bool
+	// Anomalies are those drawn in the window: the first few explained
+	// above the drawing (Notes), the others linked below it (More).
+	Anomalies   []anomalyView
+	Notes, More []anomalyView
+	SVG         template.HTML
+}
+
+// maxNotes is how many anomalies a window explains above its drawing, so
+// the drawing stays in view when the page opens on it.
+const maxNotes = 3
+
+type faultView struct{ Fault, Target, Start, End, Length string }
+
+// Limits of the page.
+const (
+	maxKeysShown   = 6
+	maxFaultsShown = 200
+)
+
+func buildPage(m *model, sb *seriesBuilder, s *summary, dir string) (*page, error) {
+	pg := &page{Verdict: string(s.Verdict), Interrupted: s.Interrupted, Stats: s.Stats, End: secs(m.End), RunID: s.RunID}
+	if r := s.Run; r != nil {
+		pg.RunID = r.ID
+		pg.Title = r.Lock
+		pg.Started = fmtStarted(r.Started)
+		pg.Replay = ReplayCommand(r)
+		pg.Params = [][2]string{{"lock", r.Lock}, {"workload", r.Workload}, {"topology", r.Topology},
+			{"clients", fmt.Sprint(r.Clients)}, {"keys", fmt.Sprint(r.Keys)}, {"ttl", r.TTL().String()}, {"seed", fmt.Sprint(r.Seed)}}
+		names := make([]string, 0, len(r.Params))
+		for k := range r.Params {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if v := r.Params[k]; v != "" {
+				pg.Params = append(pg.Params, [2]string{k, v})
+			}
+		}
+	} else {
+		pg.Title = "history"
+	}
+	for _, c := range s.Checkers {
+		if c.Verdict == checker.Unknown {
+			pg.Unknowns = append(pg.Unknowns, c.Checker+": "+c.Error)
+		}
+	}
+	classes := map[checker.Kind]map[checker.Class]int{}
+	for _, a := range s.Anomalies {
+		if a.Class != "" {
+			if classes[a.Kind] == nil {
+				classes[a.Kind] = map[checker.Class]int{}
+			}
+			classes[a.Kind][a.Class]++
+		}
+	}
+	for k, n := range s.Counts {
+		row := countRow{Kind: string(k), N: n}
+		var cs []string
+		for c, cn := range classes[k] {
+			cs = append(cs, fmt.Sprintf("%s %d", c, cn))
+		}
+		sort.Strings(cs)
+		row.Classes = strings.Join(cs, ", ")
+		pg.Counts = append(pg.Counts, row)
+		pg.AnomalyTotal += n
+	}
+	sort.Slice(pg.Counts, func(i, j int) bool { return pg.Counts[i].Kind < pg.Counts[j].Kind })
+
+	// Keys with anomalies first, in the order of their first anomaly.
+	order := map[string]int{}
+	for _, a := range m.Anomalies {
+		if _, ok := order[a.Key]; !ok {
+			order[a.Key] = len(order)
+		}
+	}
+	keys := append([]*keyModel(nil), m.Keys...)
+	sort.SliceStable(keys, func(i, j int) bool {
+		oi, iok := order[keys[i].Key]
+		oj, jok := order[keys[j].Key]
+		if iok != jok {
+			return iok
+		}
+		return oi < oj
+	})
+	if len(keys) > maxKeysShown {
+		pg.HiddenKeys = len(keys) - maxKeysShown
+		keys = keys[:maxKeysShown]
+	}
+	views := map[int]*anomalyView{}
+	for _, a := range m.Anomalies {
+		v := anomalyView{N: a.N, ID: fmt.Sprintf("anomaly-%d", a.N), Kind: kindText(a.Kind, a.Class), Detail: a.Detail,
+			When: secs(a.StartNS) + " – " + secs(a.EndNS), Key: a.Key, Lines: a.Lines, AfterSwitch: a.AfterSwitch}
+		var cs []string
+		for _, c := range a.Clients {
+			cs = append(cs, fmt.Sprint(c))
+		}
+		v.Clients = strings.Join(cs, ", ")
+		pg.Anomalies = append(pg.Anomalies, v)
+	}
+	for i := range pg.Anomalies {
+		views[pg.Anomalies[i].N] = &pg.Anomalies[i]
+	}
+	for _, km := range keys {
+		ws := m.windows(km)
+		kv := keyView{Key: km.Key, ID: "key-" + anchorSafe(km.Key), Lanes: len(km.Lanes), Holds: km.Holds, Overview: template.HTML(overviewSVG(m, km, ws))}
+		for _, w := range ws {
+			wv := windowView{ID: w.ID, Title: w.Title(m), Span: secs(w.From) + " – " + secs(w.To), SVG: template.HTML(detailSVG(m, km, w))}
+			for _, n := range w.Anomalies {
+				v := views[n]
+				v.Timeline = "#t-anomaly-" + fmt.Sprint(n)
+				wv.Anomalies = append(wv.Anomalies, *v)
+				if n == 1 {
+					wv.First, pg.FirstTarget = true, w.ID
+				}
+			}
+			wv.Notes = wv.Anomalies[:min(len(wv.Anomalies), maxNotes)]
+			wv.More = wv.Anomalies[len(wv.Notes):]
+			kv.Windows = append(kv.Windows, wv)
+		}
+		pg.Keys = append(pg.Keys, kv)
+	}
+	for i, f := range m.Faults {
+		if i == maxFaultsShown {
+			pg.HiddenFaults = len(m.Faults) - i
+			break
+		}
+		pg.Faults = append(pg.Faults, faultView{Fault: f.Fault, Target: f.Target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
+	}
+	var err error
+	plotsSVG, err := plots(sb, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range plotsSVG {
+		pg.Plots = append(pg.Plots, template.HTML(p))
+	}
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil {
+			pg.HasLin = true
+		}
+	}
+	return pg, nil
+}
+
+var pageTmpl = template.Must(template.New("report").Parse(pageHTML))
+
+func writePage(w io.Writer, pg *page) error { return pageTmpl.Execute(w, pg) }

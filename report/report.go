@@ -1,0 +1,291 @@
+// Package report turns a run's history and verdict into what people read:
+// report.html in a run folder (who held the lock when, where the faults
+// fell, each anomaly drawn and explained), index.html of a results folder,
+// and the page of a lock x fault matrix. Every page is one self-contained
+// file, readable offline and attachable to an issue or a paper.
+//
+// It does not import package locktorture (which calls it at the end of each
+// run): it reads summary.json into its own struct.
+package report
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+)
+
+// FileName is the name of a run's report in its folder.
+const FileName = "report.html"
+
+// Option adjusts Run.
+type Option func(*settings)
+
+type settings struct {
+	hist    *history.History
+	rep     *checker.Report
+	checker checker.Checker
+}
+
+// WithHistory draws h instead of dir/history.jsonl, for a caller that has
+// a history in memory and no file. Without it the report streams the file
+// and holds only what the page draws (a few words per hold, the plots'
+// points), never the events: a run's stream keeps none either.
+func WithHistory(h *history.History) Option { return func(s *settings) { s.hist = h } }
+
+// WithReport takes the verdict and anomalies from r instead of summary.json,
+// for a history checked by `torture check` that has no summary.
+func WithReport(r *checker.Report) Option { return func(s *settings) { s.rep = r } }
+
+// WithChecker sets the checker run when there is neither summary.json nor
+// a report (default: checker.ForMutex).
+func WithChecker(c checker.Checker) Option { return func(s *settings) { s.checker = c } }
+
+// summary is the part of summary.json the report reads. It mirrors
+// locktorture.Summary without importing it (that package imports this one).
+type summary struct {
+	RunID       string               `json:"run_id"`
+	Run         *history.RunInfo     `json:"run"`
+	Verdict     checker.Verdict      `json:"verdict"`
+	Interrupted bool                 `json:"interrupted"`
+	Counts      map[checker.Kind]int `json:"counts"`
+	Anomalies   []checker.Anomaly    `json:"anomalies"`
+	Checkers    []checker.Result     `json:"checkers"`
+	Stats       *runStats            `json:"stats"`
+}
+
+type runStats struct {
+	DurationMs    int64   `json:"duration_ms"`
+	Ops           int64   `json:"ops"`
+	OpsPerSec     float64 `json:"ops_per_sec"`
+	Acquired      int64   `json:"acquired"`
+	AcquireFailed int64   `json:"acquire_failed"`
+	Unknown       int64   `json:"unknown"`
+	Crashes       int64   `json:"crashes"`
+}
+
+// maxSummary bounds summary.json, which is untrusted input like the history.
+const maxSummary = 64 << 20
+
+// readSummary reads dir/summary.json; (nil, nil) when there is none.
+func readSummary(dir string) (*summary, error) {
+	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open summary: %w", err)
+	}
+	defer f.Close()
+	var s summary
+	dec := json.NewDecoder(io.LimitReader(f, maxSummary))
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: not a summary: %v", filepath.Join(dir, "summary.json"), err)
+	}
+	switch s.Verdict {
+	case checker.Valid, checker.Invalid, checker.Unknown:
+	default:
+		return nil, fmt.Errorf("%s: unknown verdict %q", filepath.Join(dir, "summary.json"), s.Verdict)
+	}
+	return &s, nil
+}
+
+// Run writes dir/report.html from dir/history.jsonl and dir/summary.json
+// (or the report or checker given as options) and returns its path. It
+// reads the history once, as a stream, in memory bounded by the holds it
+// draws; only a history with neither summary nor report is loaded whole,
+// for the checker that must judge it.
+func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
+	var s settings
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	sum, err := readSummary(dir)
+	if err != nil {
+		return "", err
+	}
+	h := s.hist
+	if sum == nil && s.rep == nil && h == nil {
+		// Only a whole-history checker can give the anomalies here; a run
+		// and `torture check` hand them over instead.
+		if h, err = history.Load(filepath.Join(dir, "history.jsonl")); err != nil {
+			return "", err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if sum == nil {
+		rep := s.rep
+		if rep == nil {
+			c := s.checker
+			if c == nil {
+				c = checker.ForMutex(checker.MutexOptions{})
+			}
+			r := checker.Fold(c.Check(ctx, h))
+			rep = &r
+		}
+		sum = &summary{Verdict: rep.Verdict, Counts: rep.Count, Anomalies: rep.Anomalies, Checkers: rep.Results}
+		if h != nil {
+			sum.Run = h.Run
+		}
+	}
+	var b *modelBuilder
+	if h != nil {
+		b = newModelBuilder(h.Run, sum.Anomalies)
+		for _, e := range h.Events {
+			b.add(e)
+		}
+		if h.Run != nil {
+			sum.Run = h.Run // the history's own header is what the timeline was drawn from
+		}
+	} else {
+		run, err := streamHistory(ctx, filepath.Join(dir, "history.jsonl"), sum.Anomalies, &b)
+		if err != nil {
+			return "", err
+		}
+		if run != nil {
+			sum.Run = run
+		}
+	}
+	pg, err := buildPage(b.finish(), b.series, sum, dir)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, FileName)
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return "", fmt.Errorf("create report: %w", err)
+	}
+	if err := writePage(f, pg); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// streamHistory reads the history at path one event at a time into a new
+// model builder (*bp), so that the report never holds the events, and
+// returns the history's header.
+func streamHistory(ctx context.Context, path string, anomalies []checker.Anomaly, bp **modelBuilder) (*history.RunInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	rd := history.NewReader(bufio.NewReaderSize(f, 1<<20))
+	var b *modelBuilder
+	for n := 0; ; n++ {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if e.Run != nil && b == nil {
+			b = newModelBuilder(e.Run, anomalies)
+			continue
+		}
+		if b == nil {
+			b = newModelBuilder(nil, anomalies)
+		}
+		b.add(e)
+	}
+	if b == nil {
+		b = newModelBuilder(rd.Run(), anomalies)
+	}
+	*bp = b
+	return rd.Run(), nil
+}
+
+// ReplayCommand is the torture command line that runs the same schedule
+// again: the flags the header names plus every recorded parameter.
+func ReplayCommand(r *history.RunInfo) string {
+	if r == nil {
+		return ""
+	}
+	args := []string{"torture", "run", "--lock", r.Lock}
+	add := func(flag, v string) { args = append(args, "--"+flag, shellQuote(v)) }
+	if r.Workload != "" {
+		add("workload", r.Workload)
+	}
+	if r.Topology != "" {
+		add("topology", r.Topology)
+	}
+	add("clients", fmt.Sprint(r.Clients))
+	add("keys", fmt.Sprint(r.Keys))
+	add("ttl", r.TTL().String())
+	add("seed", fmt.Sprint(r.Seed))
+	names := make([]string, 0, len(r.Params))
+	for k := range r.Params {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := r.Params[k]
+		// Unset and library-default values are the flags' own defaults.
+		if v == "" || v == "0" || v == "0s" || v == "default" {
+			continue
+		}
+		add(strings.ReplaceAll(k, "_", "-"), v)
+	}
+	args[3] = shellQuote(r.Lock)
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes v for a POSIX shell when it needs it.
+func shellQuote(v string) string {
+	safe := v != ""
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/+=@", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// kindText is an anomaly's kind with its class.
+func kindText(k checker.Kind, c checker.Class) string {
+	if c == "" {
+		return string(k)
+	}
+	return string(k) + " (" + string(c) + ")"
+}
+
+func fmtStarted(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
