@@ -48,6 +48,9 @@ func short(lock string, seed int64) locktorture.Options {
 func run(t *testing.T, opts locktorture.Options) *locktorture.Result {
 	t.Helper()
 	opts.OutDir = t.TempDir()
+	if d := os.Getenv("LOCKTORTURE_TEST_OUT"); d != "" {
+		opts.OutDir = d // keep the run folders to read
+	}
 	res, err := locktorture.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("run %s: %v", opts.Lock, err)

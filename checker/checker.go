@@ -108,6 +108,8 @@ type Anomaly struct {
 	// AfterSwitch marks an anomaly that started shortly after a master
 	// switch (see MarkAfterSwitch).
 	AfterSwitch bool `json:"after_switch,omitempty"`
+
+	stuck *stuckSpan // a stuck-lock's stretch, for a stream to join its parts
 }
 
 // Result is what one checker found.

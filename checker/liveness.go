@@ -144,6 +144,8 @@ func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter i
 
 func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anomaly {
 	a := Anomaly{Kind: KindStuckLock, Keys: []string{k.key}, StartNS: s.from, EndNS: s.to}
+	st := &stuckSpan{key: k.key, ttl: ttl, waiters: map[int64]bool{}, end: ix.end}
+	a.stuck = st
 	// The last ok acquire before the stretch, and any unknown one after it.
 	var last, unknown *history.Operation
 	for _, i := range k.acquires {
@@ -188,21 +190,51 @@ func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anoma
 		a.Processes = append(a.Processes, unknown.Process)
 		who += fmt.Sprintf("; client %d's acquire at %s has an unknown outcome", unknown.Client, fmtTime(unknown.Call))
 	}
-	waiters := 0
 	for _, i := range k.acquires {
 		if o := &ix.ops[i]; o.Call < s.to && o.Return > s.from {
 			a.Clients = append(a.Clients, o.Client)
-			waiters++
+			st.waiters[o.ID] = true
 		}
 	}
 	a.Clients = uniqueInts(a.Clients...)
-	end := "to " + fmtTime(s.to)
-	if s.to >= ix.end {
-		end = "to the end of the history at " + fmtTime(s.to)
-	}
-	a.Detail = fmt.Sprintf("no acquire of %s succeeded from %s %s (%.1f ttl of %s) although clients tried %d times and nobody held it; %s",
-		k.key, fmtTime(s.from), end, float64(s.len())/float64(ttl), fmtDur(ttl), waiters, who)
+	st.who = who
+	a.Detail = st.detail(s.from, s.to)
 	return a
+}
+
+// stuckSpan is what a stuck-lock anomaly keeps to be joined with the rest
+// of its stretch: a windowed check (Stream) sees a stretch longer than a
+// window in parts, and must report it once, whole, as a check of the whole
+// history does.
+type stuckSpan struct {
+	key     string
+	ttl     int64
+	waiters map[int64]bool // the acquires that tried during the stretch
+	who     string         // who held the key last, and how it ended
+	end     int64          // the end of the history the check saw
+}
+
+func (st *stuckSpan) detail(from, to int64) string {
+	end := "to " + fmtTime(to)
+	if to >= st.end {
+		end = "to the end of the history at " + fmtTime(to)
+	}
+	return fmt.Sprintf("no acquire of %s succeeded from %s %s (%.1f ttl of %s) although clients tried %d times and nobody held it; %s",
+		st.key, fmtTime(from), end, float64(to-from)/float64(st.ttl), fmtDur(st.ttl), len(st.waiters), st.who)
+}
+
+// extend joins b, a later part of the same stretch, to a.
+func (a *Anomaly) extend(b Anomaly) {
+	if a.stuck == nil || b.stuck == nil || b.EndNS < a.EndNS {
+		return
+	}
+	a.EndNS = b.EndNS
+	a.stuck.end = max(a.stuck.end, b.stuck.end)
+	for id := range b.stuck.waiters {
+		a.stuck.waiters[id] = true
+	}
+	a.Clients = uniqueInts(append(a.Clients, b.Clients...)...)
+	a.Detail = a.stuck.detail(a.StartNS, a.EndNS)
 }
 
 func releaseOutcome(r *history.Operation) string {
@@ -277,7 +309,9 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 				continue
 			}
 		}
-		if len(subtract([]span{s}, stuck)) == 0 {
+		// What a stuck stretch reported covers is not reported again; a
+		// sliver past its end (its last attempt's reply) is no new finding.
+		if rest := subtract([]span{s}, stuck); len(stuck) > 0 && longestWithin(rest, s.from, s.to).len() < threshold {
 			continue
 		}
 		c.add(Anomaly{

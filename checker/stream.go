@@ -42,7 +42,9 @@ type StreamOptions struct {
 	Reach time.Duration
 	// Back is how much history before its own part a window keeps beyond
 	// the leases it carries, so that a stretch of waiting or of a free
-	// lock that began earlier is seen to: zero means 2 x the TTL.
+	// lock that began earlier is seen to: zero means Reach, so that a
+	// stuck stretch going on from an earlier window is long enough in this
+	// one to be recognised and joined to its start.
 	Back time.Duration
 	// Window is the length of each window's own part. Zero: Batch x Reach.
 	Window time.Duration
@@ -83,7 +85,8 @@ type Stream struct {
 	maxTTL   int64
 	last     int64
 	events   int64
-	nonlin   map[string]bool // keys already found not linearizable
+	nonlin   map[string]bool     // keys already found not linearizable
+	stuck    map[string]stuckRef // per key, the last stuck stretch reported
 	found    atomic.Int64
 	safety   atomic.Int64
 	nWindows int64
@@ -92,6 +95,12 @@ type Stream struct {
 }
 
 type leaseKey struct{ key, lease string }
+
+// stuckRef is a stuck-lock anomaly a collector holds, at index i.
+type stuckRef struct {
+	c *collector
+	i int
+}
 
 // leaseInfo is what the stream knows of one lease: whether its hold is
 // still open, until when it may be alive, and what to keep with it.
@@ -124,7 +133,7 @@ func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*
 	}
 	s := &Stream{o: so, mo: o, acc: map[string]*collector{}, stats: map[string]map[string]int64{},
 		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{},
-		nonlin: map[string]bool{}, first: true, ownFrom: math.MinInt64}
+		nonlin: map[string]bool{}, stuck: map[string]stuckRef{}, first: true, ownFrom: math.MinInt64}
 	set := newSettings([]Option{MaxAnomalies(o.MaxAnomalies)})
 	var windowed []Checker
 	for _, x := range c.Checkers() {
@@ -211,7 +220,7 @@ func (s *Stream) sizes() (reach, win, back int64) {
 	}
 	back = int64(s.o.Back)
 	if back <= 0 {
-		back = 2 * ttl
+		back = reach
 	}
 	return reach, win, back
 }
@@ -472,6 +481,9 @@ func (s *Stream) merge(r Result, ownFrom, ownTo int64) {
 		return
 	}
 	for _, a := range r.Anomalies {
+		if s.joined(c, a, ownFrom) {
+			continue
+		}
 		if a.StartNS >= ownTo || a.StartNS < ownFrom && a.Kind != KindNonlinearizable {
 			continue
 		}
@@ -501,8 +513,34 @@ func (s *Stream) merge(r Result, ownFrom, ownTo int64) {
 	}
 }
 
+// joined reports whether a belongs to a stuck stretch an earlier window
+// reported already, cut at that window's end: a later part of it is
+// joined to that anomaly, and a failed acquire inside it is part of it.
+func (s *Stream) joined(c *collector, a Anomaly, ownFrom int64) bool {
+	if len(a.Keys) != 1 || a.Kind != KindStuckLock && a.Kind != KindSpuriousFailure {
+		return false
+	}
+	ref, ok := s.stuck[a.Keys[0]]
+	if !ok || ref.c != c {
+		return false
+	}
+	prev := &c.res.Anomalies[ref.i]
+	switch {
+	case a.Kind == KindStuckLock && a.StartNS < ownFrom && a.StartNS <= prev.EndNS:
+		prev.extend(a)
+		return true
+	case a.Kind == KindSpuriousFailure && a.StartNS >= prev.StartNS && a.EndNS <= prev.EndNS:
+		return true
+	}
+	return false
+}
+
 func (s *Stream) accept(c *collector, a Anomaly) {
+	n := len(c.res.Anomalies)
 	c.add(a)
+	if a.Kind == KindStuckLock && a.stuck != nil && len(a.Keys) == 1 && len(c.res.Anomalies) > n {
+		s.stuck[a.Keys[0]] = stuckRef{c, n}
+	}
 	s.found.Add(1)
 	if SeverityOf(a.Kind) == SeveritySafety {
 		s.safety.Add(1)

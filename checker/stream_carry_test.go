@@ -60,6 +60,15 @@ func TestStreamCarriesState(t *testing.T) {
 			b.events[len(b.events)-1].Fence = 3
 			b.release(2, 2, "b", 702, 703, true)
 		}, KindFenceRegression, ""},
+		// A key left without TTL by a crash inside the protocol refuses
+		// everyone to the end: one stretch across every window, reported
+		// once and whole, and no failure inside it reported apart.
+		{"key stuck to the end", func(b *builder) {
+			b.acquireUnknown(1, 1, "a", 0, 1).crash(1, 1, 1)
+			for t := 2.0; t < 995; t += 6 {
+				b.acquireFail(2, 2, t, t+5)
+			}
+		}, KindStuckLock, ""},
 		// A legal history: the release ran at once but its reply came 30
 		// TTLs later, long after the next holder came and went; a window
 		// cut while it was in flight must not take the lease for held.
@@ -94,12 +103,18 @@ func TestStreamCarriesState(t *testing.T) {
 						n++
 					}
 				}
+				if tc.kind == KindStuckLock && r.Count[KindSpuriousFailure] > 0 {
+					t.Errorf("%s check: failures inside the stuck stretch reported apart: %s", name, startTimes(r))
+				}
 				if n != 1 || r.Verdict != Invalid {
 					t.Errorf("%s check: %s, %d %s/%s anomalies, want 1: %s", name, r.Verdict, n, tc.kind, tc.class, startTimes(r))
 				}
 			}
 			if !sameTally(tally(got), tally(whole)) {
 				t.Errorf("stream %v, whole %v", tally(got), tally(whole))
+			}
+			if w, g := spanOf(whole, tc.kind), spanOf(got, tc.kind); w != g {
+				t.Errorf("%s: stream found it over %v, the whole check over %v", tc.kind, g, w)
 			}
 		})
 	}
@@ -144,4 +159,14 @@ func TestStreamMemoryAndLiveAnomalies(t *testing.T) {
 	if len(live) != len(final.Anomalies) || final.Verdict != Invalid {
 		t.Fatalf("%d anomalies reported live, %d in the verdict (%s)", len(live), len(final.Anomalies), final.Verdict)
 	}
+}
+
+// spanOf is the first anomaly of kind's span and detail.
+func spanOf(r Report, kind Kind) string {
+	for _, a := range r.Anomalies {
+		if a.Kind == kind {
+			return fmt.Sprintf("%d..%d: %s", a.StartNS, a.EndNS, a.Detail)
+		}
+	}
+	return ""
 }

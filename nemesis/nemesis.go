@@ -94,6 +94,13 @@ type Target struct {
 	// Patience bounds how long a fault waits for its target before it
 	// gives up (default: 20 TTLs, at least 5 s).
 	Patience time.Duration
+	// ClientPatience bounds how long a fault waits for the seeded client
+	// it aims at before it takes the same step of any client: with many
+	// clients and long holds one client's numbered acquire can be a
+	// minute away. A Schedule sets it to its interval, so that a fault
+	// meant every interval lands within about two; zero: four TTLs, at
+	// least a second.
+	ClientPatience time.Duration
 }
 
 // ClientName is how the network names client i's paths.
@@ -317,6 +324,11 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 	quiet := s.Warmup
 	if quiet <= 0 {
 		quiet = s.Interval
+	}
+	if t.ClientPatience <= 0 && s.Interval > 0 {
+		at := *t
+		at.ClientPatience = s.Interval
+		t = &at
 	}
 	rng := rand.New(rand.NewSource(s.Seed ^ 0x6e656d65736973))
 	for {

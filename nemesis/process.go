@@ -193,23 +193,28 @@ func (f *pauseClient) Heal(ctx context.Context, t *Target) error {
 // crashClient kills one client inside its lock protocol, where it never
 // releases what it holds; a fresh client takes its place.
 //
-// Aimed (the default), it picks a client with the seed and, for two starts
-// in three, kills it between the commands of its protocol (the points the
-// lock reports beyond the workload's own: between SETNX and PEXPIRE, after
-// the fencing INCR...) at the first such point after its numbered acquire,
-// if the lock has any; else as a holder, at its numbered hold. Blind, it picks a point
+// Aimed (the default), two starts in three (the first, the second, the
+// fourth...) kill a client between the commands of its protocol (the
+// points the lock reports beyond the workload's own: between SETNX and
+// PEXPIRE, after the fencing INCR...), if the lock has any: once a seeded
+// client's numbered acquire has shown which points there are, the next
+// client to reach the chosen one dies there. That is the crash a lock
+// without atomic acquire cannot survive, so a run meets it from its first
+// start on, not when a seed is lucky. The third start, and every start on a
+// lock without such points, kills the seeded client as a holder, at its
+// numbered hold: the crash a lease must survive. Blind, it picks a point
 // among those the process has passed, where it dies the next time it gets
 // there.
-type crashClient struct{}
+type crashClient struct{ starts int }
 
-func newCrashClient(Options) Fault { return crashClient{} }
+func newCrashClient(Options) Fault { return &crashClient{} }
 
-func (crashClient) Name() string { return "crash-client" }
+func (*crashClient) Name() string { return "crash-client" }
 
 // Aims implements Aiming.
-func (crashClient) Aims() bool { return true }
+func (*crashClient) Aims() bool { return true }
 
-func (crashClient) Available(t *Target) error {
+func (*crashClient) Available(t *Target) error {
 	if t.Clients == nil {
 		return errors.New("needs clients")
 	}
@@ -233,12 +238,13 @@ func midPoints(t *Target) []string {
 	return out
 }
 
-func (crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
+func (f *crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	c := rng.Intn(t.Clients.Count())
 	if t.aiming() {
-		skip, between, pick := aimSkip(rng), rng.Intn(3) < 2, rng.Int()
+		skip, between, pick := aimSkip(rng), f.starts%3 != 2, rng.Int()
+		f.starts++
 		how := "holding its lease"
-		f := Filter{Kind: Point, Client: c, Skip: skip, Points: []string{"hold"},
+		aim := Filter{Kind: Point, Client: c, Skip: skip, Points: []string{"hold"},
 			Act: func(e ProtocolEvent) {
 				// Marked first: the client records its crash as it dies.
 				aimed(mark, aimAt(e))
@@ -249,16 +255,15 @@ func (crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 			// Its numbered acquire first, then the next point between
 			// two commands of its protocol: which points the lock has
 			// is known once the client has gone through it.
-			e, err := t.next(ctx, Filter{Kind: Acquired, Client: c, Skip: skip})
-			if err != nil {
+			if _, err := t.next(ctx, Filter{Kind: Acquired, Client: c, Skip: skip}); err != nil {
 				return err
 			}
 			if mids := midPoints(t); len(mids) > 0 {
 				how = "between the commands of its protocol"
-				f.Client, f.Points, f.Next = e.Client, []string{mids[pick%len(mids)]}, true
+				aim.Client, aim.Skip, aim.Points, aim.Next = -1, 0, []string{mids[pick%len(mids)]}, true
 			}
 		}
-		_, err := t.next(ctx, f)
+		_, err := t.next(ctx, aim)
 		return err
 	}
 	g := t.Clients.Gate(c)
@@ -275,7 +280,7 @@ func (crashClient) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 	return nil
 }
 
-func (crashClient) Heal(context.Context, *Target) error { return nil }
+func (*crashClient) Heal(context.Context, *Target) error { return nil }
 
 // Instant implements Instant: the crash is over once it is scheduled.
-func (crashClient) Instant() bool { return true }
+func (*crashClient) Instant() bool { return true }

@@ -350,7 +350,7 @@ func (t *Target) next(ctx context.Context, f Filter) (ProtocolEvent, error) {
 	deadline := time.Now().Add(patience)
 	other := false
 	if f.Client >= 0 {
-		wctx, cancel := context.WithTimeout(ctx, clientPatience(t.TTL, patience))
+		wctx, cancel := context.WithTimeout(ctx, t.clientPatience(patience))
 		e, err := t.Protocol.Next(wctx, f)
 		cancel()
 		if err == nil || ctx.Err() != nil {
@@ -368,13 +368,17 @@ func (t *Target) next(ctx context.Context, f Filter) (ProtocolEvent, error) {
 	return e, err
 }
 
-// clientPatience is how long a fault waits for the one client it aims at:
-// two TTLs, at least three seconds, within the whole patience. Long
-// enough that a client slowed by the others' contention still gets there
-// (the same step on a rerun), short enough that a starved one does not
-// hold the faults up.
-func clientPatience(ttl, patience time.Duration) time.Duration {
-	return min(max(2*ttl, 3*time.Second), patience)
+// clientPatience is how long a fault waits for the one client it aims at,
+// within the whole patience: Target.ClientPatience, else four TTLs, at
+// least a second. Long enough that a client slowed by the others'
+// contention usually gets there (the same step on a rerun), short enough
+// that one the others starve of the lock does not hold the fault up past a
+// short run's end.
+func (t *Target) clientPatience(patience time.Duration) time.Duration {
+	if t.ClientPatience > 0 {
+		return min(t.ClientPatience, patience)
+	}
+	return min(max(4*t.TTL, time.Second), patience)
 }
 
 func who(c int) string {

@@ -151,12 +151,13 @@ func (f *restartNode) Start(ctx context.Context, t *Target, rng *rand.Rand, mark
 		// next right after its acquire. Best a lease held on no more than
 		// a majority: forgetting it on one node leaves a minority, and
 		// another client can win the majority within the lease (a lease
-		// on every master survives one restart). Half the patience goes to
-		// finding one, then any live lease will do; the controls take the
-		// first live lease.
+		// on every master survives one restart). A few TTLs go to
+		// finding one, then any live lease will do (the next restart
+		// aims at the same lease while it lives, down to a minority);
+		// the controls take the first live lease.
 		quorum := len(t.Topology.Nodes())/2 + 1
 		narrow := *t
-		narrow.Patience = t.patience() / 2
+		narrow.Patience = min(t.patience()/2, 2*t.TTL)
 		err := ErrNoTarget
 		var e ProtocolEvent
 		var holders []*cluster.Node
