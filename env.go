@@ -20,7 +20,10 @@ type env struct {
 	net  *cluster.Network
 	topo cluster.Topology
 	be   cluster.Backend // nil: local processes, owned by the topology
-	logf func(format string, args ...any)
+	// direct: the clients dial Redis themselves, not through their
+	// proxies (see startEnv).
+	direct bool
+	logf   func(format string, args ...any)
 	once sync.Once
 }
 
@@ -51,7 +54,12 @@ func startEnv(ctx context.Context, opts Options, pl plan, faults []nemesis.Fault
 		closeBackend(be)
 		return nil, err
 	}
-	e := &env{net: netw, topo: topo, be: be, logf: opts.Logf}
+	// A run without faults has nothing to do with the clients' proxies,
+	// and each command would pay two more hops for them: its clients
+	// dial Redis directly, unless the user runs a Toxiproxy of their own
+	// (--toxiproxy) to add toxics to those paths by hand.
+	direct := len(faults) == 0 && opts.Toxiproxy == ""
+	e := &env{net: netw, topo: topo, be: be, direct: direct, logf: opts.Logf}
 	if err := checkBackend(be, opts.Topology); err != nil {
 		e.close()
 		return nil, err
@@ -62,7 +70,7 @@ func startEnv(ctx context.Context, opts Options, pl plan, faults []nemesis.Fault
 	}
 	// Every client's path to every node exists before the first fault, so
 	// a fault started early reaches all of them.
-	for c := 0; c < opts.Clients; c++ {
+	for c := 0; c < opts.Clients && !direct; c++ {
 		for _, n := range topo.Nodes() {
 			if _, err := netw.Route(nemesis.ClientName(c), n.Addr()); err != nil {
 				e.close()
@@ -131,6 +139,10 @@ func (e *env) connector(opts Options) func(int, *workloads.Gate) ([]redis.Univer
 // Its go-redis clients and a lock library's own connections both use it.
 func (e *env) dialer(client int, gate *workloads.Gate) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	dial := e.net.Dialer(nemesis.ClientName(client))
+	if e.direct {
+		var d net.Dialer
+		dial = d.DialContext
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
