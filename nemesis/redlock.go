@@ -57,8 +57,8 @@ func needMasters(t *Target) ([]*cluster.Node, error) {
 	return m.Nodes(), nil
 }
 
-// restartNode kills one master with SIGKILL and starts it again on the same
-// port. It exists for seed 002's restart problem (重启问题) and its two fixes:
+// restartNode kills masters with SIGKILL and starts them again on their
+// ports. It exists for seed 002's restart problem (重启问题) and its two fixes:
 //
 //   - restart-empty: back at once with no persistence, whatever --persistence
 //     says (a node without persistence, or one whose disk was lost). The
@@ -74,17 +74,24 @@ func needMasters(t *Target) ([]*cluster.Node, error) {
 //     fsync control; crash-redis with --persistence always is the same
 //     fault for any topology.
 //
-// Aimed (the default), each restarts a master that holds a live lease (read
-// on the node itself): one a client holds, or the next right after its
-// acquire; blind, any master.
+// Aimed (the default), each start restarts masters that hold a live lease
+// (read on the nodes themselves): one a client holds, or the next right
+// after its acquire. It restarts as many of them as the lease has above a
+// bare majority, plus one, one after the other (each back before the next
+// goes down, so never more than one is down at a time): then the lease is
+// left on a minority and another client can win a majority within it,
+// whether the lease was won on a bare majority (one restart) or on every
+// master. The controls restart the same masters; restart-delayed takes
+// them all down together and brings them back after the TTL. Blind, it
+// restarts one master chosen at random.
 type restartNode struct {
 	name    string
 	delayed bool
 	fsync   bool
 
 	prepared bool
-	node     *cluster.Node
-	back     time.Time // when a delayed restart may happen
+	down     []*cluster.Node // killed and not yet restarted
+	back     time.Time       // when a delayed restart may happen
 }
 
 func newRestartEmpty(Options) Fault   { return &restartNode{name: "restart-empty"} }
@@ -96,11 +103,7 @@ func (f *restartNode) Name() string { return f.name }
 // Aims implements Aiming.
 func (f *restartNode) Aims() bool { return true }
 
-// Instant implements Instant: the node is back when Start returns, so the
-// next restart can aim at the same lease while it lives. One restart
-// breaks a lease held by a bare majority (the restarted node and the free
-// ones make a majority for someone else); a lease on more nodes needs one
-// restart per node above the majority, each landing within it.
+// Instant implements Instant: the nodes are back when Start returns.
 func (f *restartNode) Instant() bool { return true }
 
 // Prepare makes every node of restart-fsync run AOF with fsync always, so
@@ -145,72 +148,107 @@ func (f *restartNode) Start(ctx context.Context, t *Target, rng *rand.Rand, mark
 			return errors.New("no master runs with AOF fsync always")
 		}
 	}
-	n := nodes[rng.Intn(len(nodes))]
+	victims := []*cluster.Node{nodes[rng.Intn(len(nodes))]}
 	if t.aiming() {
-		// A master holding a live lease: one a client holds now, or the
-		// next right after its acquire. Best a lease held on no more than
-		// a majority: forgetting it on one node leaves a minority, and
-		// another client can win the majority within the lease (a lease
-		// on every master survives one restart). A few TTLs go to
-		// finding one, then any live lease will do (the next restart
-		// aims at the same lease while it lives, down to a minority);
-		// the controls take the first live lease.
-		quorum := len(t.Topology.Nodes())/2 + 1
-		narrow := *t
-		narrow.Patience = min(t.patience()/2, 2*t.TTL)
-		err := ErrNoTarget
-		var e ProtocolEvent
-		var holders []*cluster.Node
-		if !f.delayed && !f.fsync {
-			e, holders, err = liveLease(ctx, &narrow, rng, nodes, true, func(_ ProtocolEvent, h []*cluster.Node) bool { return len(h) <= quorum })
-		}
-		if errors.Is(err, ErrNoTarget) {
-			e, holders, err = liveLease(ctx, t, rng, nodes, true, func(ProtocolEvent, []*cluster.Node) bool { return true })
-		}
+		e, holders, err := f.lease(ctx, t, rng, nodes)
 		if err != nil {
 			return err
 		}
-		n = holders[rng.Intn(len(holders))]
+		quorum := len(t.Topology.Nodes())/2 + 1
+		need := min(len(holders)-quorum+1, len(holders))
+		victims = victims[:0]
+		for _, i := range rng.Perm(len(holders))[:max(need, 1)] {
+			victims = append(victims, holders[i])
+		}
 		a := aimAt(e)
-		a.Node = n.Name
+		a.Node = nodeNames(victims)
 		aimed(mark, a)
 	}
+	if f.delayed {
+		// All down together, back only once every lease they held has
+		// expired.
+		for i, n := range victims {
+			if err := f.kill(n); err != nil {
+				return err
+			}
+			if i == 0 {
+				mark.Began(nodeNames(victims) + " (killed)")
+			}
+		}
+		f.back = time.Now().Add(downtime(t))
+		if !sleep.For(ctx, downtime(t)) {
+			return nil // Heal restarts them, past the TTL
+		}
+		return f.restartDown(ctx, mark, fmt.Sprintf("restarted empty after %v", downtime(t)))
+	}
+	for i, n := range victims {
+		if err := f.kill(n); err != nil {
+			return err
+		}
+		if i == 0 {
+			mark.Began(n.Name + " (killed)")
+		} else {
+			mark.Step(n.Name + " killed")
+		}
+		how := "restarted empty at once"
+		if f.fsync {
+			how = "restarted from its AOF (fsync always)"
+		}
+		if err := f.restartDown(ctx, mark, how); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lease waits for a live lease to aim at and returns it with the masters
+// that hold it. restart-empty prefers, for a few TTLs, one held on no more
+// than a bare majority (one restart breaks it); then any live lease will
+// do. The controls take the first live lease.
+func (f *restartNode) lease(ctx context.Context, t *Target, rng *rand.Rand, nodes []*cluster.Node) (ProtocolEvent, []*cluster.Node, error) {
+	if !f.delayed && !f.fsync {
+		quorum := len(t.Topology.Nodes())/2 + 1
+		narrow := *t
+		narrow.Patience = min(t.patience()/2, 2*t.TTL)
+		e, h, err := liveLease(ctx, &narrow, rng, nodes, true, func(_ ProtocolEvent, h []*cluster.Node) bool { return len(h) <= quorum })
+		if !errors.Is(err, ErrNoTarget) {
+			return e, h, err
+		}
+	}
+	return liveLease(ctx, t, rng, nodes, true, func(ProtocolEvent, []*cluster.Node) bool { return true })
+}
+
+// kill stops n with SIGKILL; unless the fault keeps an AOF, n comes back
+// with nothing.
+func (f *restartNode) kill(n *cluster.Node) error {
 	if !f.fsync {
 		n.SetPersistence(cluster.PersistNone)
 	}
 	if err := n.Kill(); err != nil {
 		return err
 	}
-	f.node = n
-	mark.Began(n.Name + " (killed)")
-	if f.delayed {
-		d := downtime(t)
-		f.back = time.Now().Add(d)
-		if !sleep.For(ctx, d) {
-			return nil // Heal restarts it, past the TTL
+	f.down = append(f.down, n)
+	return nil
+}
+
+// restartDown starts every node this fault killed again.
+func (f *restartNode) restartDown(ctx context.Context, mark Marker, how string) error {
+	for len(f.down) > 0 {
+		n := f.down[0]
+		if err := n.Restart(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("restart %s: %w", n.Name, err)
 		}
-	}
-	if err := n.Restart(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("restart %s: %w", n.Name, err)
-	}
-	switch {
-	case f.delayed:
-		mark.Step(fmt.Sprintf("%s restarted empty after %v", n.Name, downtime(t)))
-	case f.fsync:
-		mark.Step(n.Name + " restarted from its AOF (fsync always)")
-	default:
-		mark.Step(n.Name + " restarted empty at once")
+		f.down = f.down[1:]
+		mark.Step(n.Name + " " + how)
 	}
 	return nil
 }
 
-// Heal makes sure the node runs again; a delayed restart still waits out the
-// TTL, also when the run is ending, since clients finish their last
+// Heal makes sure every node runs again; a delayed restart still waits out
+// the TTL, also when the run is ending, since clients finish their last
 // iteration after the schedule stops.
 func (f *restartNode) Heal(ctx context.Context, t *Target) error {
-	n := f.node
-	f.node = nil
-	if n == nil || n.Pid() != 0 {
+	if len(f.down) == 0 {
 		return nil
 	}
 	if f.delayed {
@@ -218,7 +256,16 @@ func (f *restartNode) Heal(ctx context.Context, t *Target) error {
 			return ctx.Err()
 		}
 	}
-	return n.Restart(ctx)
+	var errs []error
+	for _, n := range f.down {
+		if n.Pid() == 0 {
+			if err := n.Restart(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("restart %s: %w", n.Name, err))
+			}
+		}
+	}
+	f.down = nil
+	return errors.Join(errs...)
 }
 
 // quorumPartition cuts clients off from a minority or a majority of the
