@@ -24,7 +24,7 @@ type env struct {
 	// proxies (see startEnv).
 	direct bool
 	logf   func(format string, args ...any)
-	once sync.Once
+	once   sync.Once
 }
 
 func startEnv(ctx context.Context, opts Options, pl plan, faults []nemesis.Fault) (*env, error) {
