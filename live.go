@@ -18,13 +18,23 @@ import (
 // are the ones the final verdict counts, so the status line and
 // StopOnAnomaly see the verdict as it forms.
 type liveCheck struct {
-	ch     chan history.Event
+	// The recorder appends to pending and wakes the checker only when it
+	// finds pending empty: at full speed the checker takes events in
+	// batches, not one goroutine wake-up per event.
+	mu      sync.Mutex
+	pending []history.Event
+	spare   []history.Event
+	closed  bool
+	more    chan struct{} // 1-buffered: pending has events, or closed
+	room    *sync.Cond    // pending fell below liveQueue
+
 	stream *checker.Stream
 	val    *history.Validator
 	done   chan struct{}
 	err    error
-	// stopOnce ends the run at the first safety anomaly, when asked to.
+	// stopOnce ends the run at the first anomaly stopWhen accepts.
 	stopOnce sync.Once
+	stopWhen func(checker.Anomaly) bool
 	stop     func()
 }
 
@@ -33,10 +43,13 @@ type liveCheck struct {
 // letting memory grow.
 const liveQueue = 1 << 15
 
-// newLiveCheck builds the stream of the checkers of reg and names; stop, if
-// not nil, is called once at the first safety anomaly.
-func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *checker.Registry, names []string, stop func()) (*liveCheck, error) {
-	l := &liveCheck{ch: make(chan history.Event, liveQueue), val: history.NewValidator(), done: make(chan struct{}), stop: stop}
+// newLiveCheck builds the stream of the checkers of reg and names; stop is
+// called once at the first anomaly stopWhen (if not nil) accepts.
+func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *checker.Registry, names []string,
+	stopWhen func(checker.Anomaly) bool, stop func()) (*liveCheck, error) {
+	l := &liveCheck{more: make(chan struct{}, 1), val: history.NewValidator(), done: make(chan struct{}),
+		stopWhen: stopWhen, stop: stop}
+	l.room = sync.NewCond(&l.mu)
 	vis := ""
 	if dir != "" {
 		vis = filepath.Join(dir, "linearizability.html")
@@ -52,25 +65,73 @@ func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *c
 }
 
 func (l *liveCheck) found(a checker.Anomaly) {
-	if l.stop != nil && a.Severity == checker.SeveritySafety {
+	if l.stopWhen != nil && l.stopWhen(a) {
 		l.stopOnce.Do(l.stop)
 	}
 }
 
 // add is the recorder's sink.
-func (l *liveCheck) add(e history.Event) { l.ch <- e }
+func (l *liveCheck) add(e history.Event) {
+	l.mu.Lock()
+	for len(l.pending) >= liveQueue && !l.closed {
+		l.room.Wait()
+	}
+	l.pending = append(l.pending, e)
+	if len(l.pending) == 1 {
+		l.wake()
+	}
+	l.mu.Unlock()
+}
+
+func (l *liveCheck) wake() {
+	select {
+	case l.more <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for the events recorded since the last call; false once the
+// recorder is closed and everything was taken.
+func (l *liveCheck) next() ([]history.Event, bool) {
+	for {
+		l.mu.Lock()
+		if len(l.pending) > 0 {
+			batch := l.pending
+			l.pending, l.spare = l.spare[:0], nil
+			l.room.Broadcast()
+			l.mu.Unlock()
+			return batch, true
+		}
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-l.more
+	}
+}
 
 func (l *liveCheck) loop(ctx context.Context) {
 	defer close(l.done)
-	for e := range l.ch {
-		if l.err != nil {
-			continue // drain: the recorder must never block on a dead checker
+	for {
+		batch, ok := l.next()
+		if !ok {
+			return
 		}
-		if err := l.val.Add(e); err != nil {
-			l.err = fmt.Errorf("recorded history is invalid (a harness bug): %w", err)
-			continue
+		for _, e := range batch {
+			if l.err != nil {
+				break // the recorder must never block on a dead checker
+			}
+			if err := l.val.Add(e); err != nil {
+				l.err = fmt.Errorf("recorded history is invalid (a harness bug): %w", err)
+				break
+			}
+			l.stream.Add(ctx, e)
 		}
-		l.stream.Add(ctx, e)
+		clear(batch)
+		l.mu.Lock()
+		l.spare = batch[:0]
+		l.mu.Unlock()
 	}
 }
 
@@ -86,7 +147,11 @@ func (l *liveCheck) anomalies() int64 {
 // finish waits for the last event (the recorder is closed) and returns the
 // verdict of the whole run, with anomalies that followed a failover marked.
 func (l *liveCheck) finish(ctx context.Context, run *history.RunInfo) (*checker.Report, error) {
-	close(l.ch)
+	l.mu.Lock()
+	l.closed = true
+	l.room.Broadcast()
+	l.wake()
+	l.mu.Unlock()
 	<-l.done
 	if l.err != nil {
 		return nil, l.err

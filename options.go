@@ -101,6 +101,10 @@ type Options struct {
 	// StopOnAnomaly ends the run at the first safety anomaly the live
 	// check confirms; faults are still healed and everything is written.
 	StopOnAnomaly bool
+	// StopWhen, when set, ends the run at the first anomaly the live check
+	// confirms for which it returns true, of any severity: a matrix stops a
+	// breaking cell once it has shown what it was expected to show.
+	StopWhen func(checker.Anomaly) bool
 	// Progress, when set, is called about once a second while the run goes on.
 	Progress func(Status)
 	// Logf receives harness messages; default discards them.

@@ -46,7 +46,7 @@ type Result struct {
 	Stats       Stats
 	Interrupted bool
 	// StoppedOnAnomaly: the run ended early at its first safety anomaly
-	// (Options.StopOnAnomaly).
+	// (Options.StopOnAnomaly), or at the first Options.StopWhen accepted.
 	StoppedOnAnomaly bool
 }
 
@@ -119,11 +119,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// The history is checked while it is recorded, and kept only on disk.
 	stopCtx, stopOnAnomaly := context.WithCancel(ctx)
 	defer stopOnAnomaly()
-	var stopFn func()
-	if opts.StopOnAnomaly {
-		stopFn = func() { res.StoppedOnAnomaly = true; stopOnAnomaly() }
+	var stopWhen func(checker.Anomaly) bool
+	switch {
+	case opts.StopWhen != nil:
+		stopWhen = opts.StopWhen
+	case opts.StopOnAnomaly:
+		stopWhen = func(a checker.Anomaly) bool { return a.Severity == checker.SeveritySafety }
 	}
-	live, err := newLiveCheck(context.WithoutCancel(ctx), res.Dir, opts.CheckTimeout, opts.Registries.Checkers, pl.checkers, stopFn)
+	stopFn := func() { res.StoppedOnAnomaly = true; stopOnAnomaly() }
+	live, err := newLiveCheck(context.WithoutCancel(ctx), res.Dir, opts.CheckTimeout, opts.Registries.Checkers, pl.checkers, stopWhen, stopFn)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -194,6 +195,12 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 		s.step(ctx, false)
 	}
 	s.track(e)
+	if len(s.buf) == cap(s.buf) {
+		// Double: append grows a large slice by a quarter, and a window of
+		// a full-speed run holds some 10^5 events, each regrowth a copy
+		// into fresh pages.
+		s.buf = slices.Grow(s.buf, max(1024, len(s.buf)))
+	}
 	s.buf = append(s.buf, e)
 }
 
@@ -446,7 +453,7 @@ func (s *Stream) prune(from int64) {
 		}
 		delete(s.leases, k)
 	}
-	n := 0
+	peak, n := len(s.buf), 0
 	for _, e := range s.buf {
 		keep := false
 		switch {
@@ -468,8 +475,11 @@ func (s *Stream) prune(from int64) {
 			delete(s.ops, id)
 		}
 	}
-	if cap(s.buf) > 4*len(s.buf)+1024 {
-		s.buf = append([]history.Event(nil), s.buf...) // give back a peak
+	// The next window fills the buffer about as far as this one did: keep
+	// its room (growing it again, by copies into fresh pages, cost a tenth
+	// of a full-speed run's CPU), and give back only a peak well above it.
+	if cap(s.buf) > 4*peak+1024 {
+		s.buf = append([]history.Event(nil), s.buf...)
 	}
 }
 

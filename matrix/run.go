@@ -25,6 +25,11 @@ type Options struct {
 	Cells string
 	// OutDir receives runs/<cell>-seed<N>/ and the matrix files.
 	OutDir string
+	// FullRuns keeps every run of a breaking cell going for its whole
+	// duration (--full-runs); by default such a run ends at the first
+	// anomaly that fulfils the cell's expectation, which is all it has to
+	// show, so a matrix spends its time on the controls.
+	FullRuns bool
 	// Run performs one run; default locktorture.Run.
 	Run RunFunc
 	// Progress is called before every run (Seed nil) and after it, from
@@ -162,6 +167,9 @@ func runSeed(ctx context.Context, c *Cell, def Params, seed int64, opts Options)
 		o.OutDir = filepath.Join(opts.OutDir, "runs")
 	}
 	o.Logf = opts.Logf
+	if b := c.Expect.Breaks; b != nil && !opts.FullRuns {
+		o.StopWhen = b.matches
+	}
 	sr := SeedResult{Seed: seed, RunID: o.RunID}
 	began := time.Now()
 	r, err := opts.Run(ctx, o)

@@ -209,3 +209,48 @@ func TestSelectCells(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakingRunsStopAtTheirAnomaly: a breaking cell's run is told to end
+// at the first anomaly that fulfils the cell, and only at that one; a
+// control runs its whole duration, and --full-runs keeps every run going.
+func TestBreakingRunsStopAtTheirAnomaly(t *testing.T) {
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, full := range []bool{false, true} {
+		stops := map[string]func(checker.Anomaly) bool{}
+		run := func(_ context.Context, o locktorture.Options) (*locktorture.Result, error) {
+			stops[o.RunID] = o.StopWhen
+			return result(checker.Valid), nil
+		}
+		if _, err := Run(context.Background(), spec, Options{Run: run, FullRuns: full, Cells: "breaks,holds"}); err != nil {
+			t.Fatal(err)
+		}
+		stop, control := stops["breaks-seed1"], stops["holds-seed1"]
+		if full {
+			if stop != nil || control != nil {
+				t.Errorf("--full-runs: a run was told to stop early")
+			}
+			continue
+		}
+		if control != nil {
+			t.Errorf("a control run was told to stop at an anomaly")
+		}
+		if stop == nil {
+			t.Fatalf("a breaking run was not told to stop at its anomaly")
+		}
+		for _, tc := range []struct {
+			a    checker.Anomaly
+			want bool
+		}{
+			{dh(checker.ClassWithinLease, 1), true},
+			{dh(checker.ClassLeaseOutlived, 1), false}, // the cell wants within-lease
+			{checker.Anomaly{Kind: checker.KindStuckLock}, false},
+		} {
+			if got := stop(tc.a); got != tc.want {
+				t.Errorf("stop at %s (%s): %v, want %v", tc.a.Kind, tc.a.Class, got, tc.want)
+			}
+		}
+	}
+}

@@ -21,12 +21,13 @@ import (
 // interrupted matrix.
 func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	var seedsText, out, cells string
-	var quiet bool
+	var quiet, full bool
 	fs := newFlags("matrix", stderr)
 	fs.StringVar(&seedsText, "seeds", "", "seeds A..B (or one seed) for every cell, replacing the spec's")
 	fs.StringVar(&out, "out", "", "folder for runs/, matrix.json, matrix.md, junit.xml and index.html (default results/matrix-NAME-TIME)")
 	fs.StringVar(&cells, "cells", "", "run only the cells whose names match these comma-separated patterns (token-*,set-px-overrun)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar or progress lines")
+	fs.BoolVar(&full, "full-runs", false, "run breaking cells for their whole duration (default: stop each run at the expected anomaly)")
 	path, help, err := parseOne(fs, args, stdout, "SPEC.yaml")
 	if help {
 		return exitValid
@@ -59,7 +60,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	}()
 	tty := !quiet && isTerminal(stdout)
 	var bar *progressbar.ProgressBar
-	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out,
+	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
 		Logf: func(format string, args ...any) {
 			if bar != nil {
 				_ = bar.Clear()
