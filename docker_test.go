@@ -11,7 +11,7 @@ import (
 	"github.com/locktorture/locktorture/internal/needdocker"
 )
 
-// TestDockerBackend runs single, redlock and sentinel on containers, each
+// TestDockerBackend runs single, redlock, sentinel and cluster on containers, each
 // in the scenario that breaks a lock and in one it survives, and checks that
 // nothing of the runs is left on the engine afterwards. The runs are sized
 // for containers: a container restarts in about half a second (a process
@@ -68,6 +68,8 @@ func TestDockerBackend(t *testing.T) {
 	lossy.Backend = locktorture.BackendDocker
 	overrun := single("set-px", 1)
 	overrun.Overrun = 0.2
+	clusterLossy, migration := clusterLossyRun(1), clusterMigrationRun(1)
+	clusterLossy.Backend, migration.Backend = locktorture.BackendDocker, locktorture.BackendDocker
 	cases := []tc{
 		{"single/set-px overrun: foreign release", overrun,
 			check{expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindForeignRelease}}}},
@@ -78,6 +80,9 @@ func TestDockerBackend(t *testing.T) {
 		{"sentinel/token latency holds", latency, check{expect: expect{verdict: checker.Valid}}},
 		{"sentinel/token failover-lossy: two holders within the lease", lossy,
 			check{expect: expect{verdict: checker.Invalid, class: checker.ClassWithinLease}, switches: true}},
+		{"cluster/token cluster-failover-lossy: two holders within the lease", clusterLossy,
+			check{expect: expect{verdict: checker.Invalid, class: checker.ClassWithinLease}, switches: true}},
+		{"cluster/token slot-migration holds", migration, check{expect: expect{verdict: checker.Valid}, migrated: true}},
 	}
 	// Redlock bounds each node's reply by its per-node timeout, which a
 	// loaded machine may miss when other runs share it: the Redlock runs go
@@ -131,6 +136,9 @@ func TestDockerBackend(t *testing.T) {
 			if c.switches && res.Stats.MasterSwitches == 0 {
 				t.Fatal("no master switch: the failover never happened")
 			}
+			if c.migrated && faultWindows(t, res, "slot-migration") == 0 {
+				t.Fatal("no slot migrated")
+			}
 			c.check.check(t, res)
 		})
 	}
@@ -140,5 +148,6 @@ func TestDockerBackend(t *testing.T) {
 type check struct {
 	expect
 	switches bool // the run must have seen a failover
+	migrated bool // the run must have migrated a lock's slot
 	acquired int  // the fewest successful acquires that make the run evidence
 }

@@ -78,6 +78,11 @@ type NodeSpec struct {
 	// Sentinel, when set, starts Redis Sentinel with this configuration
 	// (the backend adds port, bind, dir and logfile).
 	Sentinel string
+	// Peer lists ports, besides the client port, that other servers
+	// connect to at HarnessIP and the same number (a Redis Cluster's bus):
+	// a local process listens on them on loopback already; a container has
+	// each published on its network's gateway.
+	Peer []int
 }
 
 // ErrNotControlled is the error of process operations on a server the

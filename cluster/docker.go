@@ -267,13 +267,20 @@ func (c *container) create(ctx context.Context, spec NodeSpec) error {
 	for k, v := range c.d.labels {
 		labels[k] = v
 	}
+	exposed := map[dc.Port]struct{}{dc.Port(port): {}}
+	bindings := map[dc.Port][]dc.PortBinding{dc.Port(port): {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(c.port)}}}
+	for _, p := range spec.Peer {
+		// Other servers reach it at the gateway, as they reach the
+		// harness's listeners: the address a topology announces.
+		cp := dc.Port(strconv.Itoa(p) + "/tcp")
+		exposed[cp] = struct{}{}
+		bindings[cp] = []dc.PortBinding{{HostIP: c.d.gateway, HostPort: strconv.Itoa(p)}}
+	}
 	cont, err := c.d.client.CreateContainer(dc.CreateContainerOptions{
-		Name: "locktorture-" + c.d.run + "-" + spec.Name,
-		Config: &dc.Config{Image: c.d.image, Cmd: cmd, Labels: labels,
-			ExposedPorts: map[dc.Port]struct{}{dc.Port(port): {}}},
-		HostConfig: &dc.HostConfig{NetworkMode: c.d.network.Name,
-			PortBindings: map[dc.Port][]dc.PortBinding{dc.Port(port): {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(c.port)}}}},
-		Context: ctx,
+		Name:       "locktorture-" + c.d.run + "-" + spec.Name,
+		Config:     &dc.Config{Image: c.d.image, Cmd: cmd, Labels: labels, ExposedPorts: exposed},
+		HostConfig: &dc.HostConfig{NetworkMode: c.d.network.Name, PortBindings: bindings},
+		Context:    ctx,
 	})
 	if err != nil {
 		return fmt.Errorf("create container for %s: %w", spec.Name, err)

@@ -36,6 +36,8 @@ type ShardedTopology interface {
 	// ReplicationPaths are the proxied links every other node uses to
 	// replicate from node: the links a fault cuts.
 	ReplicationPaths(node *Node) []*Path
+	// PeerAddr is where the other nodes reach n (a MIGRATE's target).
+	PeerAddr(n *Node) (host string, port int)
 	// Control is a direct client to n for the harness's own commands
 	// (never through a proxy, so no fault touches it); it reads a
 	// replica's keys too (READONLY).
@@ -95,12 +97,6 @@ func StartRedisCluster(ctx context.Context, opts TopologyOptions) (Topology, err
 	if opts.Network == nil {
 		return nil, errors.New("cluster topology needs the toxiproxy network")
 	}
-	if be := opts.Local.Backend; be != nil && be.Name() == "docker" {
-		// The cluster bus and MIGRATE connect node to node at the
-		// announced address; on Docker that is the gateway, where the
-		// bus ports are not published.
-		return nil, errors.New("topology cluster does not run on --backend docker yet: its nodes reach each other's cluster bus at the announced address, which only local processes share (use --backend local)")
-	}
 	l, err := NewLocal(opts.Local)
 	if err != nil {
 		return nil, err
@@ -154,7 +150,7 @@ func (c *RedisCluster) start(ctx context.Context) error {
 	}
 	for i := 1; i < n; i++ {
 		bus := busPort(nodes[i])
-		if err := c.ctl[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", c.fronts[i].port(), bus).Err(); err != nil {
+		if err := c.ctl[0].Do(ctx, "CLUSTER", "MEET", c.announceIP(), c.fronts[i].port(), bus).Err(); err != nil {
 			return fmt.Errorf("CLUSTER MEET %s: %w", nodes[i].Name, err)
 		}
 	}
@@ -181,7 +177,7 @@ func (c *RedisCluster) startNode(ctx context.Context, i int) error {
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
 		"--cluster-port", strconv.Itoa(bus),
-		"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(c.fronts[i].port()),
+		"--cluster-announce-ip", c.announceIP(), "--cluster-announce-port", strconv.Itoa(c.fronts[i].port()),
 		"--cluster-announce-bus-port", strconv.Itoa(bus),
 		// The shape stays three masters with a replica each, whatever
 		// moves: no replica wanders to another master.
@@ -191,7 +187,7 @@ func (c *RedisCluster) startNode(ctx context.Context, i int) error {
 		"--cluster-replica-validity-factor", "0",
 		"--repl-diskless-sync-delay", "0",
 	}
-	node, err := c.local.StartSpec(ctx, NodeSpec{Name: nodeName(i), Args: args, SourceIP: sourceIP(i)})
+	node, err := c.local.StartSpec(ctx, NodeSpec{Name: nodeName(i), Args: args, SourceIP: sourceIP(i), Peer: []int{bus}})
 	if err != nil {
 		return err
 	}
@@ -207,6 +203,19 @@ func clusterControl(addr string) *redis.Client {
 		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
 		DisableIdentity: true, Protocol: 2,
 		OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+}
+
+// announceIP is where the nodes reach each other and the harness's fronts:
+// loopback for local processes, the run network's gateway for containers.
+func (c *RedisCluster) announceIP() string { return c.local.Backend().HarnessIP() }
+
+// PeerAddr implements ShardedTopology: n's front, which sends a
+// connection from another node through that node's path to n.
+func (c *RedisCluster) PeerAddr(n *Node) (string, int) {
+	if i := c.index(n); i >= 0 && i < len(c.fronts) {
+		return c.announceIP(), c.fronts[i].port()
+	}
+	return c.announceIP(), n.Port
 }
 
 // busPort is the cluster bus port a node was started with.

@@ -338,7 +338,8 @@ func migrateKeys(ctx context.Context, st cluster.ShardedTopology, src, dst *clus
 		if len(keys) == 0 {
 			return moved, nil
 		}
-		cmd := []any{"MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port), "", 0, 400, "KEYS"}
+		host, port := st.PeerAddr(dst)
+		cmd := []any{"MIGRATE", host, strconv.Itoa(port), "", 0, 400, "KEYS"}
 		for _, k := range keys {
 			cmd = append(cmd, k)
 		}
