@@ -68,12 +68,21 @@ func TestDockerBackend(t *testing.T) {
 	lossy.Backend = locktorture.BackendDocker
 	overrun := single("set-px", 1)
 	overrun.Overrun = 0.2
+	// The clock faults preload libfaketime, which the image carries. A
+	// jump goes through the engine's API (tens of milliseconds), so the
+	// holds are long enough for the jumped holder to be still at work
+	// when the next client takes the expired key.
+	jump := single("token", 2)
+	jump.Faults, jump.NemesisInterval, jump.TTL = []string{"clock-jump"}, time.Second, 500*time.Millisecond
+	jump.HoldMin, jump.HoldMax = 150*time.Millisecond, 300*time.Millisecond
 	clusterLossy, migration := clusterLossyRun(1), clusterMigrationRun(1)
 	clusterLossy.Backend, migration.Backend = locktorture.BackendDocker, locktorture.BackendDocker
 	cases := []tc{
 		{"single/set-px overrun: foreign release", overrun,
 			check{expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindForeignRelease}}}},
 		{"single/token holds", single("token", 4), check{expect: expect{verdict: checker.Valid}}},
+		{"single/token clock-jump: two holders within the lease", jump,
+			check{expect: expect{verdict: checker.Invalid, class: checker.ClassWithinLease}}},
 		{"redlock/restart-empty: two holders within the lease", redlock("restart-empty"),
 			check{expect: expect{verdict: checker.Invalid, class: checker.ClassWithinLease}}},
 		{"redlock/restart-fsync holds", fsync, check{expect: expect{verdict: checker.Valid}, acquired: 10}},

@@ -68,9 +68,11 @@ type NodeSpec struct {
 	Persistence Persistence
 	// Args are extra configuration directives ("--replicaof", ...).
 	Args []string
-	// Wrap prefixes the command line of a local process (faketime);
-	// backends that cannot honour it ignore it and say so through Dir.
-	Wrap []string
+	// Env are KEY=VALUE variables for the server (libfaketime's preload
+	// and control file): a local process gets them on top of the
+	// harness's environment, a container as its own (the image holds
+	// libfaketime at the same path).
+	Env []string
 	// SourceIP is the loopback address a local process makes its outgoing
 	// connections from (bind-source-addr), so that Owner can tell its
 	// connections apart; containers have an address of their own.
@@ -83,6 +85,16 @@ type NodeSpec struct {
 	// a local process listens on them on loopback already; a container has
 	// each published on its network's gateway.
 	Peer []int
+}
+
+// FileServer is a Server whose working directory the harness can write
+// into and read from (a local process's dir, a container's /data): the
+// clock faults move a server's clock through a file there.
+type FileServer interface {
+	WriteFile(ctx context.Context, name string, data []byte) error
+	// ReadFile returns an error wrapping os.ErrNotExist when there is no
+	// such file.
+	ReadFile(ctx context.Context, name string) ([]byte, error)
 }
 
 // ErrNotControlled is the error of process operations on a server the
@@ -132,6 +144,18 @@ func (n *Node) Control() error {
 	}
 	return nil
 }
+
+// Files returns the node's working directory as a FileServer, or says why
+// the harness cannot reach it.
+func (n *Node) Files() (FileServer, error) {
+	if f, ok := n.srv.(FileServer); ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("redis %s runs on the %s backend, whose files the harness cannot reach", n.Name, n.backend)
+}
+
+// Env is the environment the node was started with (NodeSpec.Env).
+func (n *Node) Env() []string { return n.spec.Env }
 
 func newNode(spec NodeSpec, srv Server, backend string) (*Node, error) {
 	host, port, err := net.SplitHostPort(srv.Addr())

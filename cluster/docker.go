@@ -95,7 +95,13 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	} else if removed.Any() {
 		opts.Logf("removed leftovers of dead runs: %s", removed)
 	}
-	image, err := docker.Ensure(ctx, client, bin)
+	// libfaketime goes into the image when this machine has it: the clock
+	// faults preload it into the servers.
+	var extra []string
+	if lib, err := FindLibfaketime(); err == nil {
+		extra = append(extra, lib)
+	}
+	image, err := docker.Ensure(ctx, client, bin, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: %w", err)
 	}
@@ -278,7 +284,7 @@ func (c *container) create(ctx context.Context, spec NodeSpec) error {
 	}
 	cont, err := c.d.client.CreateContainer(dc.CreateContainerOptions{
 		Name:       "locktorture-" + c.d.run + "-" + spec.Name,
-		Config:     &dc.Config{Image: c.d.image, Cmd: cmd, Labels: labels, ExposedPorts: exposed},
+		Config:     &dc.Config{Image: c.d.image, Cmd: cmd, Labels: labels, ExposedPorts: exposed, Env: spec.Env},
 		HostConfig: &dc.HostConfig{NetworkMode: c.d.network.Name, PortBindings: bindings},
 		Context:    ctx,
 	})

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 )
 
@@ -44,9 +45,9 @@ type Options struct {
 	RedisServer string
 	// Persistence of every node (a node may override it).
 	Persistence Persistence
-	// Wrap, when set, prefixes the server command line (for example with
-	// faketime); it receives the node's name. Local processes only.
-	Wrap func(node string) []string
+	// Env, when set, gives each server (by node name) environment
+	// variables: libfaketime's preload and control file.
+	Env func(node string) []string
 	// Dir is where node directories go; default a fresh temp dir removed by Close.
 	Dir string
 }
@@ -168,8 +169,8 @@ func (l *Local) start(ctx context.Context, spec NodeSpec) (*Node, error) {
 	if spec.Persistence == "" {
 		spec.Persistence = l.opts.Persistence
 	}
-	if spec.Wrap == nil && l.opts.Wrap != nil && spec.Sentinel == "" {
-		spec.Wrap = l.opts.Wrap(spec.Name)
+	if spec.Env == nil && l.opts.Env != nil && spec.Sentinel == "" {
+		spec.Env = l.opts.Env(spec.Name)
 	}
 	srv, err := l.be.Start(ctx, spec)
 	if err != nil {
@@ -199,6 +200,28 @@ func (l *Local) Close() error {
 		errs = append(errs, l.be.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// FindLibfaketime locates libfaketime's preload library: $LIBFAKETIME, then
+// where Debian's libfaketime package and a source install put it. The
+// multi-threaded build is preferred: redis-server runs background threads.
+// The Docker backend copies it into its image, so the clock faults run on
+// containers too.
+func FindLibfaketime() (string, error) {
+	if p := os.Getenv("LIBFAKETIME"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("LIBFAKETIME: %w", err)
+		}
+		return p, nil
+	}
+	for _, lib := range []string{"libfaketimeMT.so.1", "libfaketime.so.1"} {
+		for _, dir := range []string{"/usr/lib/*/faketime", "/usr/lib/faketime", "/usr/local/lib/faketime", "/usr/lib64/faketime"} {
+			if m, _ := filepath.Glob(filepath.Join(dir, lib)); len(m) > 0 {
+				return m[0], nil
+			}
+		}
+	}
+	return "", errors.New("libfaketime not found: install it (apt-get install -y faketime) or set LIBFAKETIME to libfaketimeMT.so.1")
 }
 
 // FreePort asks the kernel for a free 127.0.0.1 port.

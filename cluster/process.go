@@ -152,7 +152,7 @@ func (s *process) args(spec NodeSpec) []string {
 
 // start launches the process and waits for PING.
 func (s *process) start(ctx context.Context, spec NodeSpec) error {
-	argv := append(append([]string(nil), spec.Wrap...), s.bin)
+	argv := []string{s.bin}
 	if spec.Sentinel != "" {
 		conf := filepath.Join(s.dir, "sentinel.conf")
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\nlogfile %s\n%s",
@@ -166,6 +166,9 @@ func (s *process) start(ctx context.Context, spec NodeSpec) error {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.dir
+	if len(spec.Env) > 0 {
+		cmd.Env = append(os.Environ(), spec.Env...)
+	}
 	// Bound to the harness: if it dies, the kernel kills the server too.
 	cmd.SysProcAttr = boundToHarness()
 	if err := cmd.Start(); err != nil {
@@ -277,4 +280,26 @@ func (s *process) Restart(ctx context.Context, spec NodeSpec) error {
 func (s *process) Remove(context.Context) error {
 	s.kill()
 	return nil
+}
+
+// WriteFile implements FileServer: write then rename, so that the server
+// never reads half a file.
+func (s *process) WriteFile(_ context.Context, name string, data []byte) error {
+	path := filepath.Join(s.dir, name)
+	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
+		return fmt.Errorf("write %s of %s: %w", name, s.name, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("write %s of %s: %w", name, s.name, err)
+	}
+	return nil
+}
+
+// ReadFile implements FileServer.
+func (s *process) ReadFile(_ context.Context, name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %s: %w", name, s.name, err)
+	}
+	return b, nil
 }

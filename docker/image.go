@@ -40,23 +40,34 @@ type File struct {
 
 // Files lists what the image holds for the redis-server binary bin: the
 // binary itself as /usr/bin/redis-server (Sentinel is the same binary with
-// --sentinel) and every shared library ldd names, at the same path.
-func Files(ctx context.Context, bin string) ([]File, error) {
+// --sentinel) and every shared library ldd names, at the same path; and
+// each extra library (libfaketime, preloaded by the clock faults) with the
+// libraries it needs, at their paths.
+func Files(ctx context.Context, bin string, extra ...string) ([]File, error) {
 	real, err := filepath.EvalSymlinks(bin)
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", bin, err)
 	}
-	out, err := exec.CommandContext(ctx, "ldd", real).Output()
-	if err != nil {
-		return nil, fmt.Errorf("ldd %s (is it a dynamically linked ELF binary?): %w", real, err)
-	}
 	files := []File{{Src: real, Dst: "/usr/bin/redis-server"}}
-	libs, err := parseLdd(out)
-	if err != nil {
-		return nil, fmt.Errorf("ldd %s: %w", real, err)
-	}
-	for _, l := range libs {
-		files = append(files, File{Src: l, Dst: l})
+	seen := map[string]bool{}
+	for i, obj := range append([]string{real}, extra...) {
+		out, err := exec.CommandContext(ctx, "ldd", obj).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s (is it a dynamically linked ELF file?): %w", obj, err)
+		}
+		libs, err := parseLdd(out)
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %w", obj, err)
+		}
+		if i > 0 {
+			libs = append([]string{obj}, libs...)
+		}
+		for _, l := range libs {
+			if !seen[l] {
+				seen[l] = true
+				files = append(files, File{Src: l, Dst: l})
+			}
+		}
 	}
 	return files, nil
 }
@@ -128,11 +139,12 @@ func Context(files []File) ([]byte, string, error) {
 	return buf.Bytes(), Repository + ":" + hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// Ensure returns the tag of the Redis image for redis-server bin, building
-// it through the Docker API (the engine's /build endpoint, via dockertest's
-// client) only when no image of that content exists yet.
-func Ensure(ctx context.Context, client *dc.Client, bin string) (string, error) {
-	files, err := Files(ctx, bin)
+// Ensure returns the tag of the Redis image for redis-server bin (and the
+// extra libraries, see Files), building it through the Docker API (the
+// engine's /build endpoint, via dockertest's client) only when no image of
+// that content exists yet.
+func Ensure(ctx context.Context, client *dc.Client, bin string, extra ...string) (string, error) {
+	files, err := Files(ctx, bin, extra...)
 	if err != nil {
 		return "", err
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,27 +22,7 @@ import (
 // offset from real time, "+1.200" for 1.2 s ahead.
 const clockFile = "faketime.offset"
 
-// findLibfaketime locates libfaketime's preload library: $LIBFAKETIME, then
-// where Debian's libfaketime package and a source install put it. The
-// multi-threaded build is preferred: redis-server runs background threads.
-func findLibfaketime() (string, error) {
-	if p := os.Getenv("LIBFAKETIME"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("LIBFAKETIME: %w", err)
-		}
-		return p, nil
-	}
-	for _, lib := range []string{"libfaketimeMT.so.1", "libfaketime.so.1"} {
-		for _, dir := range []string{"/usr/lib/*/faketime", "/usr/lib/faketime", "/usr/local/lib/faketime", "/usr/lib64/faketime"} {
-			if m, _ := filepath.Glob(filepath.Join(dir, lib)); len(m) > 0 {
-				return m[0], nil
-			}
-		}
-	}
-	return "", errors.New("libfaketime not found: install it (apt-get install -y faketime) or set LIBFAKETIME to libfaketimeMT.so.1")
-}
-
-// faketimeWrap returns a cluster.Options.Wrap that starts every server under
+// faketimeEnv returns a cluster.Options.Env that starts every server under
 // libfaketime, reading its offset from its own clockFile on every clock
 // call (FAKETIME_NO_CACHE), so that the offset can change while it runs. Only
 // the wall clock moves: the monotonic clock the server uses for its event
@@ -53,24 +31,24 @@ func findLibfaketime() (string, error) {
 // jemalloc, whose initialisation calls clock_gettime, and libfaketime, whose
 // own initialisation allocates, then recurses and the server hangs at start
 // (libfaketime issue #130).
-func faketimeWrap(lib string, prev func(node string) []string) (func(node string) []string, error) {
-	env, err := exec.LookPath("env")
-	if err != nil {
-		return nil, fmt.Errorf("find env(1) to start redis under libfaketime: %w", err)
-	}
+func faketimeEnv(lib string, prev func(node string) []string) func(node string) []string {
 	return func(node string) []string {
-		w := []string{env, "LD_PRELOAD=" + lib + ":libc.so.6", "FAKETIME_TIMESTAMP_FILE=" + clockFile,
+		env := []string{"LD_PRELOAD=" + lib + ":libc.so.6", "FAKETIME_TIMESTAMP_FILE=" + clockFile,
 			"FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"}
 		if prev != nil {
-			w = append(w, prev(node)...)
+			env = append(env, prev(node)...)
 		}
-		return w
-	}, nil
+		return env
+	}
 }
 
 // readOffset returns how far ahead a node's clock runs now.
-func readOffset(n *cluster.Node) (time.Duration, error) {
-	b, err := os.ReadFile(filepath.Join(n.Dir, clockFile))
+func readOffset(ctx context.Context, n *cluster.Node) (time.Duration, error) {
+	files, err := n.Files()
+	if err != nil {
+		return 0, err
+	}
+	b, err := files.ReadFile(ctx, clockFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -89,17 +67,16 @@ func readOffset(n *cluster.Node) (time.Duration, error) {
 // server sees it: the keys it holds expire by its clock, so every key with
 // less than d left is gone at once. It returns how far ahead the node now is.
 func jumpClock(ctx context.Context, n *cluster.Node, d time.Duration) (time.Duration, error) {
-	cur, err := readOffset(n)
+	cur, err := readOffset(ctx, n)
 	if err != nil {
 		return 0, err
 	}
 	total := cur + d
-	// Write then rename: libfaketime must never read half a file.
-	tmp := filepath.Join(n.Dir, clockFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("+%.3f\n", total.Seconds())), 0o644); err != nil {
-		return 0, fmt.Errorf("write clock offset of %s: %w", n.Name, err)
+	files, err := n.Files()
+	if err != nil {
+		return 0, err
 	}
-	if err := os.Rename(tmp, filepath.Join(n.Dir, clockFile)); err != nil {
+	if err := files.WriteFile(ctx, clockFile, []byte(fmt.Sprintf("+%.3f\n", total.Seconds()))); err != nil {
 		return 0, fmt.Errorf("write clock offset of %s: %w", n.Name, err)
 	}
 	// Ask the server its time directly, not through a client's proxy.
@@ -143,13 +120,11 @@ func (f *clockJump) Name() string { return "clock-jump" }
 
 // Prepare starts the servers under libfaketime.
 func (f *clockJump) Prepare(o *cluster.Options) error {
-	lib, err := findLibfaketime()
+	lib, err := cluster.FindLibfaketime()
 	if err != nil {
 		return err
 	}
-	if o.Wrap, err = faketimeWrap(lib, o.Wrap); err != nil {
-		return err
-	}
+	o.Env = faketimeEnv(lib, o.Env)
 	f.prepared = true
 	return nil
 }
@@ -159,9 +134,8 @@ func (f *clockJump) Available(t *Target) error {
 		return err
 	}
 	for _, n := range t.Topology.Nodes() {
-		if n.Dir == "" {
-			return fmt.Errorf("moves the clock of a local process through a file in its directory; redis %s runs on the %s backend (use --backend local)",
-				n.Name, n.Backend())
+		if _, err := n.Files(); err != nil {
+			return fmt.Errorf("moves a server's clock through a file in its working directory: %w", err)
 		}
 	}
 	if !f.prepared {

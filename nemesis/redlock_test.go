@@ -211,7 +211,7 @@ func TestQuorumPartition(t *testing.T) {
 func needFaketime(t *testing.T) {
 	t.Helper()
 	needRedisForFaults(t)
-	if _, err := findLibfaketime(); err != nil {
+	if _, err := cluster.FindLibfaketime(); err != nil {
 		t.Skip(err)
 	}
 }
@@ -311,7 +311,7 @@ func TestClockJumpPartition(t *testing.T) {
 	if err := f.Heal(ctx, target); err != nil {
 		t.Fatal(err)
 	}
-	healed, err := readOffset(jumper)
+	healed, err := readOffset(context.Background(), jumper)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestClockJumpPartition(t *testing.T) {
 		t.Errorf("%s ahead by %v after 3 TTLs of jumps every TTL/4, want at least %v", jumper.Name, healed, min)
 	}
 	time.Sleep(ttl)
-	if later, _ := readOffset(jumper); later != healed {
+	if later, _ := readOffset(context.Background(), jumper); later != healed {
 		t.Errorf("the clock went on jumping after heal: %v, then %v", healed, later)
 	}
 }
