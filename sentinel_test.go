@@ -124,6 +124,17 @@ func TestSentinel(t *testing.T) {
 	for _, lock := range locks {
 		runs[lock] = lossyRun(lock, 1)
 	}
+	// And the failover WAIT does not survive: to the replica the lock did
+	// not reach, the one that acknowledged it unpromotable. The holds
+	// outlast a failover (a second or two), so the holder of the lock the
+	// failover lost still holds when a waiter takes the key from the new
+	// master.
+	behind := locktorture.Options{
+		Lock: "token-wait", Topology: "sentinel", Faults: []string{"failover-behind"}, NemesisInterval: 6 * time.Second,
+		Clients: 6, Keys: 1, Duration: 15 * time.Second, TTL: 6 * time.Second, Wait: time.Second,
+		HoldMin: 3 * time.Second, HoldMax: 5 * time.Second, Seed: 1, CheckTimeout: 30 * time.Second,
+	}
+	runs["behind"] = behind
 	results, errs := runAtOnce(t, runs)
 	if left := redisChildren(t); len(left) > 0 {
 		t.Errorf("processes left after the runs: %v", left)
@@ -158,6 +169,20 @@ func TestSentinel(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("failover-behind/token-wait", func(t *testing.T) {
+		res, err := results["behind"], errs["behind"]
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		logRun(t, behind, res)
+		if res.Stats.MasterSwitches == 0 {
+			t.Fatal("no master switch: the fault never ran")
+		}
+		if within, _ := switchDoubleHolders(res, checker.ClassWithinLease); within == 0 {
+			t.Errorf("no double-holder classed within-lease; counts %v", res.Report.Count)
+		}
+	})
 
 	// The window WAIT narrows, per failover, over the same seed.
 	tok, tw := results["token"], results["token-wait"]

@@ -64,6 +64,10 @@ type FailoverTopology interface {
 	// Settle waits until the Sentinels agree on a master and every running
 	// node replicates from it with its link up, re-pointing stragglers.
 	Settle(ctx context.Context, timeout time.Duration) error
+	// SetPriority sets n's replica-priority (0: never promoted) and waits
+	// until every Sentinel reports it, so that the next failover's choice
+	// follows it; it returns the priority n had.
+	SetPriority(ctx context.Context, n *Node, priority int, timeout time.Duration) (int, error)
 }
 
 // SentinelTopology is one master, two replicas and three Sentinels, all

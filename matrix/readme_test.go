@@ -18,9 +18,7 @@ import (
 // expectation is claimed by the row of its lock or of one of its faults.
 
 // readmeGaps are README claims no cell can show yet, with the reason.
-var readmeGaps = map[string]string{
-	"lock token-wait breaks": "no fault yet makes a failover land before WAIT's replica ack: it needs the protocol-aware failover of issue 11",
-}
+var readmeGaps = map[string]string{}
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 

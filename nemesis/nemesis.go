@@ -173,6 +173,7 @@ func Builtin() *Registry {
 		Entry{"crash-client", "one client dies at a random point of the lock protocol and never releases", newCrashClient},
 		Entry{"failover", "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica", newFailover},
 		Entry{"failover-lossy", "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks", newFailoverLossy},
+		Entry{"failover-behind", "cut replication to one replica, make the other unpromotable, SENTINEL FAILOVER once a lock is on the master and that replica only: the one without it wins", newFailoverBehind},
 		Entry{"replication-delay", "delay the replication stream from the master to every replica (default: the TTL)", newReplicationDelay},
 		Entry{"restart-empty", "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged", newRestartEmpty},
 		Entry{"restart-delayed", "redlock control: SIGKILL a master, restart it empty only after the TTL has passed", newRestartDelayed},
