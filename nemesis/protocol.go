@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -249,12 +251,7 @@ func (w *Watch) Next(ctx context.Context, f Filter) (ProtocolEvent, error) {
 func (w *Watch) Points() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.points))
-	for p := range w.points {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(w.points))
 }
 
 // heldLocked reports whether a client holds key; w.mu is held.

@@ -3,8 +3,9 @@ package workloads
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -38,12 +39,7 @@ func NewGate() *Gate { return &Gate{dead: make(chan struct{}), crashIn: -1, poin
 func (g *Gate) Points() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]string, 0, len(g.points))
-	for p := range g.points {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(g.points))
 }
 
 // CrashAt kills the process the next time it reaches the named point, so a
