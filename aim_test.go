@@ -127,6 +127,24 @@ func TestAimedFaultsLand(t *testing.T) {
 			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
 		},
 		{
+			name: "token, crash-redis without persistence: the killed node held a live lease",
+			opts: func() locktorture.Options {
+				o := aimed("token", "crash-redis", 7)
+				o.Persistence, o.TTL, o.HoldMin, o.HoldMax = "off", time.Second, 50*time.Millisecond, 200*time.Millisecond
+				o.RedisTimeout, o.Duration = 200*time.Millisecond, 6*time.Second
+				return o
+			},
+			lands: func(t *testing.T, ttl time.Duration, l landing) {
+				if l.acquired.ID == 0 || l.start.Time >= l.acquired.Return+int64(ttl) {
+					t.Errorf("crash aimed at no live lease: %s", l.start)
+				}
+				if !strings.HasPrefix(l.start.Target, "redis1") {
+					t.Errorf("crash names no node: %q", l.start.Target)
+				}
+			},
+			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
+		},
+		{
 			name: "token on sentinel, failover-lossy: the lock on the master only",
 			opts: func() locktorture.Options {
 				o := aimed("token", "failover-lossy", 7)

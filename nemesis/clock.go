@@ -160,20 +160,9 @@ func (f *clockJump) amount(t *Target) time.Duration {
 func (f *clockJump) Aims() bool { return true }
 
 func (f *clockJump) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	n, err := pickNode(t, rng)
+	n, err := aimNode(ctx, t, rng, mark)
 	if err != nil {
 		return err
-	}
-	if t.aiming() && t.Clients != nil && t.Clients.Count() > 0 {
-		// The node holding a live lease, right after its acquire.
-		e, holders, err := liveLease(ctx, t, rng, t.Topology.Nodes(), true, func(ProtocolEvent, []*cluster.Node) bool { return true })
-		if err != nil {
-			return err
-		}
-		n = holders[rng.Intn(len(holders))]
-		a := aimAt(e)
-		a.Node = n.Name
-		aimed(mark, a)
 	}
 	d := f.amount(t)
 	total, err := jumpClock(ctx, n, d)

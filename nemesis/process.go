@@ -19,6 +19,26 @@ func pickNode(t *Target, rng *rand.Rand) (*cluster.Node, error) {
 	return nodes[rng.Intn(len(nodes))], nil
 }
 
+// aimNode picks the node a process or clock fault acts on. Aimed (the
+// default), it is a node that holds a live lease, right after the acquire
+// that wrote it (the step chosen from the seed), so that what the fault does
+// to the node meets a lock in force; blind, any node.
+func aimNode(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) (*cluster.Node, error) {
+	n, err := pickNode(t, rng)
+	if err != nil || !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 {
+		return n, err
+	}
+	e, holders, err := liveLease(ctx, t, rng, t.Topology.Nodes(), true, func(ProtocolEvent, []*cluster.Node) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	n = holders[rng.Intn(len(holders))]
+	a := aimAt(e)
+	a.Node = n.Name
+	aimed(mark, a)
+	return n, nil
+}
+
 func needNodes(t *Target) error {
 	if t.Topology == nil || len(t.Topology.Nodes()) == 0 {
 		return errors.New("needs redis-server processes the harness started")
@@ -33,7 +53,8 @@ func needNodes(t *Target) error {
 
 // pauseRedis freezes a redis-server with SIGSTOP: it keeps its sockets and
 // its keys but answers nothing, and its clock-driven expiry stops too, while
-// the clients' leases run out on their own clocks.
+// the clients' leases run out on their own clocks. Aimed, it freezes the
+// node holding a live lease right after the acquire (see aimNode).
 type pauseRedis struct{ node *cluster.Node }
 
 func newPauseRedis(Options) Fault { return &pauseRedis{} }
@@ -41,8 +62,11 @@ func newPauseRedis(Options) Fault { return &pauseRedis{} }
 func (f *pauseRedis) Name() string              { return "pause-redis" }
 func (f *pauseRedis) Available(t *Target) error { return needNodes(t) }
 
+// Aims implements Aiming.
+func (f *pauseRedis) Aims() bool { return true }
+
 func (f *pauseRedis) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	n, err := pickNode(t, rng)
+	n, err := aimNode(ctx, t, rng, mark)
 	if err != nil {
 		return err
 	}
@@ -66,7 +90,9 @@ func (f *pauseRedis) Heal(ctx context.Context, t *Target) error {
 // crashRedis kills a redis-server with SIGKILL and starts it again on the
 // same port. What the restarted node still knows depends on its persistence:
 // with none, every lock it held is gone while the holders' leases still run,
-// and a second client acquires within the first one's lease.
+// and a second client acquires within the first one's lease. Aimed, it
+// kills the node holding a live lease right after the acquire (see
+// aimNode), so there is always a lock to lose.
 type crashRedis struct {
 	persistence cluster.Persistence
 	downtime    time.Duration
@@ -80,8 +106,11 @@ func newCrashRedis(o Options) Fault {
 func (f *crashRedis) Name() string              { return "crash-redis" }
 func (f *crashRedis) Available(t *Target) error { return needNodes(t) }
 
+// Aims implements Aiming.
+func (f *crashRedis) Aims() bool { return true }
+
 func (f *crashRedis) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	n, err := pickNode(t, rng)
+	n, err := aimNode(ctx, t, rng, mark)
 	if err != nil {
 		return err
 	}
