@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -298,14 +299,20 @@ func (l *reentrantLock) awaitMessage(ctx context.Context, sub **redis.PubSub, d 
 	return nil
 }
 
-// popNotification BLPOPs key's notification list for up to d. BLPOP takes
-// whole seconds in go-redis, so the wait is cut at d by the context: a
-// timed-out connection is dropped, which also ends the BLPOP on the server.
+// popNotification BLPOPs key's notification list for up to d. go-redis's
+// BLPop rounds its timeout up to whole seconds and does not cut a read at
+// the context's deadline, so a waiter would sleep through a second in which
+// the key may have expired: the timeout goes to the server in seconds with a
+// fraction (Redis 6 and later), and the context bounds the rest.
 func (l *reentrantLock) popNotification(ctx context.Context, key string, d time.Duration) error {
-	wctx, cancel := context.WithTimeout(ctx, d)
+	if t := l.cfg.CommandTimeout; t > 0 {
+		// The reply must come within the client's read timeout.
+		d = min(d, t*3/4)
+	}
+	wctx, cancel := context.WithTimeout(ctx, d+l.cfg.retryDelay())
 	defer cancel()
-	secs := max(time.Second, d.Truncate(time.Second)+time.Second)
-	err := l.cfg.Nodes[0].BLPop(wctx, secs, notifyKey(key)).Err()
+	secs := strconv.FormatFloat(max(d, time.Millisecond).Seconds(), 'f', 3, 64)
+	err := l.cfg.Nodes[0].Do(wctx, "BLPOP", notifyKey(key), secs).Err()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, redis.Nil) && wctx.Err() == nil {
 		// A broken connection: do not spin on it.
 		return pause(ctx, min(d, l.cfg.retryDelay()))
