@@ -204,13 +204,36 @@ func oneClientToOneNode(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
 	return t.Network.Paths(c, to), c + " <-> " + nodeName(t, to)
 }
 
-// newPartition cuts one client off from one node: its bytes are dropped (the
+// partition cuts one client off from one node: its bytes are dropped (the
 // connection stays open, as in a real partition, so the client waits for its
 // timeout). A watchdog cut off this way cannot renew while its work goes on.
+//
+// Aimed (the default), the client is cut right after one of its acquires
+// (the step chosen from the seed), before its work begins: the holder is the
+// one cut off, not a client that happened to be waiting. The node is seeded
+// as when blind.
+type partition struct{ *toxicFault }
+
 func newPartition(o Options) Fault {
-	return &toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
+	return partition{&toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
 		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick:  oneClientToOneNode}
+		pick:  oneClientToOneNode}}
+}
+
+// Aims implements Aiming.
+func (partition) Aims() bool { return true }
+
+func (f partition) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
+	nodes := clientNodes(t)
+	if !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 || len(nodes) == 0 {
+		return f.toxicFault.Start(ctx, t, rng, mark)
+	}
+	to := nodes[rng.Intn(len(nodes))]
+	fl := Filter{Kind: Acquired, Client: rng.Intn(t.Clients.Count()), Skip: aimSkip(rng)}
+	return f.aimToxic(ctx, t, fl, mark, func(e ProtocolEvent) ([]*cluster.Path, string) {
+		c := ClientName(e.Client)
+		return t.Network.Paths(c, to), c + " <-> " + nodeName(t, to)
+	})
 }
 
 // lostReply drops every reply from one node for short bursts, again and
