@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -201,7 +200,7 @@ type clockJumpPartition struct {
 func newClockJumpPartition(o Options) Fault {
 	return &clockJumpPartition{clock: &clockJump{jump: o.ClockJump},
 		cut: &toxicFault{name: "clock-jump-partition", toxic: "timeout", direction: orDefault(o.Direction, "both"),
-			toxicity: 1, attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} }}}
+			toxicity: 1, attrs: dropAll}}
 }
 
 func (f *clockJumpPartition) Name() string { return "clock-jump-partition" }

@@ -130,14 +130,7 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		mark.Began(describe(old, how))
 		return nil
 	}
-	// A dropped stream rather than a closed link: the replicas keep their
-	// link "up" (so Sentinel still counts them as candidates) and
-	// acknowledge nothing new.
-	f.toxics = &toxicFault{name: f.name, toxic: "timeout", direction: "both", toxicity: 1,
-		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick: func(*Target, *rand.Rand) ([]*cluster.Path, string) {
-			return ft.ReplicationPaths(old), ""
-		}}
+	f.toxics = cutLinks(f.name, func() []*cluster.Path { return ft.ReplicationPaths(old) })
 	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
 		f.toxics, f.old = nil, nil
 		return fmt.Errorf("cut replication from %s: %w", old.Name, err)

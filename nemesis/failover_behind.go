@@ -7,8 +7,6 @@ import (
 	"math/rand"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/sleep"
 )
@@ -83,17 +81,15 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 	if err != nil {
 		return err
 	}
-	f.cut = &toxicFault{name: f.Name(), toxic: "timeout", direction: "both", toxicity: 1,
-		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick: func(*Target, *rand.Rand) ([]*cluster.Path, string) {
-			var out []*cluster.Path
-			for _, p := range ft.ReplicationPaths(old) {
-				if p.From == behind.Name {
-					out = append(out, p)
-				}
+	f.cut = cutLinks(f.Name(), func() []*cluster.Path {
+		var out []*cluster.Path
+		for _, p := range ft.ReplicationPaths(old) {
+			if p.From == behind.Name {
+				out = append(out, p)
 			}
-			return out, ""
-		}}
+		}
+		return out
+	})
 	if err := f.cut.Start(ctx, t, rng, quiet{}); err != nil {
 		f.cut = nil
 		return fmt.Errorf("cut replication from %s to %s: %w", old.Name, behind.Name, err)

@@ -38,6 +38,19 @@ type applied struct {
 
 func (f *toxicFault) Name() string { return f.name }
 
+// dropAll is the attributes of a timeout toxic that drops every byte and
+// never closes the connection: a partition, as the peers see one.
+func dropAll(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} }
+
+// cutLinks is a fault that drops, both ways, everything on the paths paths
+// returns when it starts. A dropped stream rather than a closed link: a
+// replica keeps its link "up" (Sentinel and the cluster still count it as a
+// candidate) and receives nothing new.
+func cutLinks(name string, paths func() []*cluster.Path) *toxicFault {
+	return &toxicFault{name: name, toxic: "timeout", direction: "both", toxicity: 1, attrs: dropAll,
+		pick: func(*Target, *rand.Rand) ([]*cluster.Path, string) { return paths(), "" }}
+}
+
 func (f *toxicFault) Available(t *Target) error {
 	if t.Network == nil {
 		return errors.New("needs the toxiproxy network")
@@ -216,8 +229,7 @@ type partition struct{ *toxicFault }
 
 func newPartition(o Options) Fault {
 	return partition{&toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
-		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick:  oneClientToOneNode}}
+		attrs: dropAll, pick: oneClientToOneNode}}
 }
 
 // Aims implements Aiming.
@@ -260,7 +272,7 @@ func newLostReply(o Options) Fault {
 	return &lostReply{
 		toxicFault: toxicFault{name: "lost-reply", toxic: "timeout", direction: orDefault(o.Direction, "down"),
 			toxicity: 1, pick: everyClientToOneNode,
-			attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} }},
+			attrs: dropAll},
 		burst: burst,
 		gap:   time.Duration(float64(burst) * (1 - rate) / rate),
 	}

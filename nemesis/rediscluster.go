@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -133,13 +132,7 @@ func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.R
 	}
 	m, r := sh.Master, sh.Replicas[rng.Intn(len(sh.Replicas))]
 	f.old, f.promoted = nil, nil
-	// A dropped stream rather than a closed link: the replica keeps its
-	// link "up" and receives nothing new.
-	f.cut = &toxicFault{name: f.Name(), toxic: "timeout", direction: "both", toxicity: 1,
-		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
-		pick: func(*Target, *rand.Rand) ([]*cluster.Path, string) {
-			return st.ReplicationPaths(m), ""
-		}}
+	f.cut = cutLinks(f.Name(), func() []*cluster.Path { return st.ReplicationPaths(m) })
 	if err := f.cut.Start(ctx, t, rng, quiet{}); err != nil {
 		f.cut = nil
 		return fmt.Errorf("cut replication from %s: %w", m.Name, err)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/sleep"
 )
@@ -289,7 +287,7 @@ func newPartitionMajority(o Options) Fault { return newQuorumPartition("partitio
 func newQuorumPartition(name string, majority bool, o Options) Fault {
 	f := &quorumPartition{scope: o.PartitionClients}
 	f.toxicFault = &toxicFault{name: name, toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
-		attrs: func(*Target) toxiclient.Attributes { return toxiclient.Attributes{"timeout": 0} },
+		attrs: dropAll,
 	}
 	f.choose = func(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
 		nodes, err := needMasters(t)
