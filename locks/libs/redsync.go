@@ -28,9 +28,10 @@ import (
 // fit in Config.Wait. Release is a compare-and-delete on every pool,
 // counted successful with a quorum.
 type redsyncLock struct {
-	name string
-	cfg  locks.Config
-	rs   *redsync.Redsync
+	name  string
+	cfg   locks.Config
+	rs    *redsync.Redsync
+	pools int
 }
 
 func newRedsync(name string, nodes int) locks.Factory {
@@ -45,7 +46,7 @@ func newRedsync(name string, nodes int) locks.Factory {
 		for i := range pools {
 			pools[i] = goredis.NewPool(cfg.Nodes[i])
 		}
-		return &redsyncLock{name: name, cfg: cfg, rs: redsync.New(pools...)}, nil
+		return &redsyncLock{name: name, cfg: cfg, rs: redsync.New(pools...), pools: nodes}, nil
 	}
 }
 
@@ -102,11 +103,35 @@ func (l *redsyncLock) Release(ctx context.Context, lease *locks.Lease) (bool, er
 	if deleted || err == nil {
 		return deleted, nil
 	}
-	// Nodes that answered "not ours" or "gone" make a definite "deleted
-	// nothing"; a node that did not answer leaves the outcome unknown.
-	var re *redsync.RedisError
-	if errors.As(err, &re) {
-		return false, fmt.Errorf("%s release %s: %w", l.name, lease.Key, err)
+	// Below a quorum, redsync says false even when some nodes deleted the
+	// key, which frees it for the next client before the lease runs out:
+	// "deleted nothing" is definite only when every node answered "not
+	// ours" or "gone". Anything else (a node deleted it, or gave no
+	// answer) leaves the outcome unknown.
+	if refusals(err) < l.pools {
+		return false, fmt.Errorf("%s release %s: fewer than a quorum of nodes deleted it: %w", l.name, lease.Key, err)
 	}
 	return false, nil
+}
+
+// refusals counts the nodes whose answer to a release was "not ours" or
+// "gone" in the error redsync joined from every node's result; a node that
+// gave no answer (a *redsync.RedisError) does not count.
+func refusals(err error) int {
+	switch e := err.(type) {
+	case nil, *redsync.RedisError:
+		return 0
+	case *redsync.ErrNodeTaken:
+		return 1
+	case interface{ Unwrap() []error }:
+		n := 0
+		for _, x := range e.Unwrap() {
+			n += refusals(x)
+		}
+		return n
+	}
+	if err == redsync.ErrLockAlreadyExpired {
+		return 1
+	}
+	return 0
 }
