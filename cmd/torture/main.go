@@ -325,6 +325,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if len(opts.Faults) > 0 {
 		fmt.Fprintf(stdout, "nemesis: %s every ~%v\n", strings.Join(opts.Faults, ", "), opts.NemesisInterval)
 	}
+	limitMemory()
 	res, err := locktorture.Run(ctx, opts)
 	if tty {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -375,7 +376,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if opts.Timeout <= 0 {
 		return fail(stderr, fmt.Errorf("check: --check-timeout %v: want a positive duration", opts.Timeout))
 	}
-	limitCheckMemory()
+	limitMemory()
 	res, err := locktorture.Check(context.Background(), path, opts)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("check: %v", err))

@@ -91,6 +91,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "torture matrix %s: %d cells, output in %s\n", spec.Name, len(spec.Cells), out)
+	limitMemory()
 	res, err := matrix.Run(ctx, spec, opts)
 	if bar != nil {
 		_ = bar.Clear()
