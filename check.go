@@ -104,7 +104,7 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*CheckResult, e
 // checkBatch is the stream's Batch for a saved history: each event is
 // checked about 1.75 times instead of 2.5 (own part 2 Reach, plus Back and
 // Reach around it), at the price of windows 1.4 times as long.
-const checkBatch = 2
+const checkBatch = 4
 
 // readBatch is how many events the reading goroutine hands over at once.
 const readBatch = 4096

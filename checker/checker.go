@@ -110,6 +110,12 @@ type Anomaly struct {
 	AfterSwitch bool `json:"after_switch,omitempty"`
 
 	stuck *stuckSpan // a stuck-lock's stretch, for a stream to join its parts
+	// owner is when the anomaly is settled, if later than StartNS: the
+	// return of the failed acquire a spurious failure judges. A stream
+	// reports it from the window whose own part holds that time, where
+	// every acquire called before it has completed (one still in flight
+	// would look like a free lock).
+	owner int64
 }
 
 // Result is what one checker found.

@@ -24,7 +24,7 @@ func (*fenceRegression) Name() string { return "fence-regression" }
 
 func (f *fenceRegression) Check(_ context.Context, h *history.History) Result {
 	// The whole history is one window with nothing carried into it.
-	return newFenceStream(f.Name()).judge(h.Operations(), math.MinInt64, f.s)
+	return newFenceStream(f.Name()).judge(h.Operations(), func(string) int64 { return math.MinInt64 }, f.s)
 }
 
 func fenceAnomaly(key string, a, b *history.Operation) Anomaly {

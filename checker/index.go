@@ -32,6 +32,10 @@ type index struct {
 	byProcess map[int][]int
 	keys      []string
 	perKey    map[string]*keyIndex
+	// inflight lists, per key, the calls of acquires a windowed check
+	// hid because they had not completed by its cutoff: each may have
+	// taken the key since its call, so no time after it is surely free.
+	inflight map[string][]int64
 }
 
 // keyIndex is everything that happened to one key.

@@ -279,6 +279,9 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 		alive = append(alive, span{a.Call, until})
 	}
 	alive = append(alive, refused(ix, k)...)
+	for _, call := range ix.inflight[k.key] {
+		alive = append(alive, span{call, forever})
+	}
 	free := subtract([]span{{0, ix.end}}, union(alive))
 	blind := blindSpans(ix)
 	for _, i := range k.acquires {
@@ -322,6 +325,7 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 			Leases:    []string{},
 			StartNS:   s.from,
 			EndNS:     s.to,
+			owner:     o.Return,
 			Detail: fmt.Sprintf("client %d's acquire of %s (%s to %s) failed although no lease could have been alive from %s to %s",
 				o.Client, k.key, fmtTime(o.Call), fmtTime(o.Return), fmtTime(s.from), fmtTime(s.to)),
 		})

@@ -29,6 +29,12 @@ import (
 //   - the guarded counter's last value per key (lost-update) and the
 //     highest fencing token handed out per key (fence-regression).
 //
+// The guarded resource's operations (half the events of a mutex run) are
+// not retained with the lock operations: no windowed lock checker reads
+// one that completed, so they go to the resource checks as pairs, and
+// only one whose outcome is unknown (it ends its process's hold) joins the
+// window. The window, its index and every copy of it are that much smaller.
+//
 // Checkers that are not windowed this way (a workload's own: stale-write,
 // duplicate-work, oversell, reentrant, or one registered from outside) see
 // the whole history at the end, as before: the stream keeps their events.
@@ -49,6 +55,11 @@ type StreamOptions struct {
 	Back time.Duration
 	// Window is the length of each window's own part. Zero: Batch x Reach.
 	Window time.Duration
+	// MaxEvents closes a window's own part early once that many events
+	// were retained since the last check, so that a run at full speed
+	// with a long TTL does not hold minutes of events (see advance). Zero:
+	// DefaultMaxEvents.
+	MaxEvents int
 	// Batch sets the own part of a window to Batch x Reach when Window is
 	// zero (0 or 1: Reach). Each window re-checks Back and Reach of history
 	// around its own part, so a longer own part re-checks less of each
@@ -74,25 +85,31 @@ type Stream struct {
 	acc     map[string]*collector
 	stats   map[string]map[string]int64
 
-	buf      []history.Event // retained events, in time order
-	masked   []masked        // invocations hidden from the window being checked
-	allEvs   []history.Event // for whole checkers only
-	ops      map[int64]*opInfo
-	leases   map[leaseKey]*leaseInfo
-	holds    map[int][]*leaseInfo // process -> leases it holds
-	faults   []history.Event      // fault and master-switch events
-	first    bool                 // the first window has not been checked
-	ownFrom  int64
-	maxTTL   int64
-	last     int64
-	events   int64
-	nonlin   map[string]bool     // keys already found not linearizable
-	stuck    map[string]stuckRef // per key, the last stuck stretch reported
-	found    atomic.Int64
-	safety   atomic.Int64
-	nWindows int64
-	maxOps   int64
-	closed   bool
+	buf   []history.Event  // retained events, in time order
+	res   resourceOps      // the guarded resource's operations, aside
+	open  map[int64]openOp // retained operations not completed yet
+	acqAt map[string]int64 // per key, the latest call or return of an acquire
+	cut   *cut             // the window whose own part has closed, if any
+	// ownEvents counts the events retained since the last check.
+	ownEvents int
+	masked    []masked        // invocations hidden from the window being checked
+	allEvs    []history.Event // for whole checkers only
+	ops       map[int64]*opInfo
+	leases    map[leaseKey]*leaseInfo
+	holds     map[int][]*leaseInfo // process -> leases it holds
+	faults    []history.Event      // fault and master-switch events
+	first     bool                 // the first window has not been checked
+	ownFrom   int64
+	maxTTL    int64
+	last      int64
+	events    int64
+	nonlin    map[string]bool     // keys already found not linearizable
+	stuck     map[string]stuckRef // per key, the last stuck stretch reported
+	found     atomic.Int64
+	safety    atomic.Int64
+	nWindows  int64
+	maxOps    int64
+	closed    bool
 }
 
 type leaseKey struct{ key, lease string }
@@ -115,11 +132,13 @@ type leaseInfo struct {
 	last     int64 // the latest event of its operations
 	open     int   // its operations not completed
 	ender    int64 // the op id that ended the hold with an unknown outcome, 0 if none
+	gone     bool  // a release of it deleted the key: it is surely over
 	crash    int64 // the index of the crash event that ended the hold, -1 if none
 }
 
 type opInfo struct {
 	lease *leaseInfo
+	key   string
 	call  int64
 	last  int64
 	done  bool
@@ -133,7 +152,8 @@ func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*
 		return nil, err
 	}
 	s := &Stream{o: so, mo: o, acc: map[string]*collector{}, stats: map[string]map[string]int64{},
-		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{},
+		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{}, res: newResourceOps(),
+		open: map[int64]openOp{}, acqAt: map[string]int64{},
 		nonlin: map[string]bool{}, stuck: map[string]stuckRef{}, first: true, ownFrom: math.MinInt64}
 	set := newSettings([]Option{MaxAnomalies(o.MaxAnomalies)})
 	var windowed []Checker
@@ -190,11 +210,26 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 	if len(s.whole) > 0 {
 		s.allEvs = append(s.allEvs, e)
 	}
-	s.last = max(s.last, e.Time)
-	if reach, win, _ := s.sizes(); s.first && e.Time >= win+reach || !s.first && e.Time >= s.ownFrom+win+reach {
+	if s.advance(e.Time) {
 		s.step(ctx, false)
 	}
+	s.last = max(s.last, e.Time)
+	if e.Type != history.Info && !isLockOp(e.Op) {
+		if inv, ok := s.res.add(e); ok {
+			// Unknown: it ends its process's hold, which the window must see.
+			s.track(inv)
+			s.track(e)
+			s.insert(inv)
+			s.insert(e)
+		}
+		return
+	}
 	s.track(e)
+	s.push(e)
+}
+
+// push appends e, the latest event, to the buffer.
+func (s *Stream) push(e history.Event) {
 	if len(s.buf) == cap(s.buf) {
 		// Double: append grows a large slice by a quarter, and a window of
 		// a full-speed run holds some 10^5 events, each regrowth a copy
@@ -202,10 +237,22 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 		s.buf = slices.Grow(s.buf, max(1024, len(s.buf)))
 	}
 	s.buf = append(s.buf, e)
+	s.ownEvents++
 }
 
-// sizes returns the reach, the own length and the back of a window.
-func (s *Stream) sizes() (reach, win, back int64) {
+// insert puts e into the buffer at its place in time: a resource
+// operation's invocation joins the window only once its completion says it
+// matters, after later events.
+func (s *Stream) insert(e history.Event) {
+	i := sort.Search(len(s.buf), func(i int) bool { return s.buf[i].Time > e.Time })
+	s.push(e)
+	copy(s.buf[i+1:], s.buf[i:len(s.buf)-1])
+	s.buf[i] = e
+}
+
+// ttl is the lease time windows are measured in: the run's, or the
+// largest an acquire named, else a second.
+func (s *Stream) ttl() int64 {
 	ttl := s.maxTTL
 	if s.run != nil && s.run.TTLMillis > 0 {
 		ttl = max(ttl, s.run.TTLMillis*1e6)
@@ -213,6 +260,12 @@ func (s *Stream) sizes() (reach, win, back int64) {
 	if ttl <= 0 {
 		ttl = 1e9
 	}
+	return ttl
+}
+
+// sizes returns the reach, the own length and the back of a window.
+func (s *Stream) sizes() (reach, win, back int64) {
+	ttl := s.ttl()
 	factor := s.mo.Liveness.StuckFactor
 	if factor <= 0 {
 		factor = 3
@@ -248,8 +301,13 @@ func (s *Stream) track(e history.Event) {
 		}
 		return
 	case e.Type == history.Invoke:
-		o := &opInfo{call: e.Time, last: e.Time}
+		o := &opInfo{key: e.Key, call: e.Time, last: e.Time}
 		s.ops[e.ID] = o
+		acq := e.Op == history.Acquire || e.Op == history.NestedAcquire
+		s.open[e.ID] = openOp{call: e.Time, key: e.Key, acquire: acq}
+		if acq {
+			s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
+		}
 		if isLockOp(e.Op) && e.Lease != "" {
 			o.lease = s.lease(e.Key, e.Lease)
 			o.lease.ops = append(o.lease.ops, e.ID)
@@ -262,11 +320,18 @@ func (s *Stream) track(e history.Event) {
 		}
 		return
 	}
+	delete(s.open, e.ID)
 	o := s.ops[e.ID]
 	if o == nil {
 		return // validated input never gets here
 	}
 	o.done, o.last = true, e.Time
+	if e.Op == history.Acquire || e.Op == history.NestedAcquire {
+		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
+		if e.Op == history.Acquire && e.Type == history.OK && s.cut != nil {
+			s.cut.held(e.Key, e.Time)
+		}
+	}
 	if e.Type == history.Unknown {
 		for _, l := range s.holds[e.Process] {
 			l.held, l.ender = false, e.ID
@@ -306,6 +371,9 @@ func (s *Stream) track(e history.Event) {
 	}
 	if e.Op == history.Acquire || e.Op == history.Refresh {
 		s.maxTTL = max(s.maxTTL, ttl)
+	}
+	if e.Op == history.Release && e.Type == history.OK && e.Deleted != nil && *e.Deleted {
+		l.gone = true
 	}
 	if e.Op == history.Acquire && e.Type == history.OK {
 		l.acquired, l.held, l.process = true, true, e.Process
@@ -356,39 +424,49 @@ func (s *Stream) unhold(proc int, l *leaseInfo) {
 // step checks the current window and moves on to the next; final checks
 // everything left, to the end of the history.
 func (s *Stream) step(ctx context.Context, final bool) {
-	reach, win, back := s.sizes()
-	ownFrom := s.ownFrom
-	ownTo := int64(win)
-	if !s.first {
-		ownTo = ownFrom + win
+	ownFrom, ownTo, cutoff := s.ownFrom, int64(0), s.last
+	c := s.cut
+	if c != nil {
+		ownTo = c.ownTo
 	}
-	cutoff := ownTo + reach
 	if final {
 		ownTo, cutoff = forever, forever
+		// A resource operation never completed is of unknown outcome.
+		for _, inv := range s.res.drainOpen() {
+			s.track(inv)
+			s.insert(inv)
+		}
+		if n := len(s.buf); n > 0 && s.buf[n-1].Time < s.last {
+			// The history ends with its last event, retained or not: an
+			// instant that no checker reads.
+			s.push(history.Event{Time: s.last, Type: history.Info, Op: history.FaultStep, Index: -1})
+		}
 	}
 	evs := s.window(cutoff)
 	h := &history.History{Run: s.run, Events: evs}
 	s.nWindows++
 	// One index serves the lock checkers and the resource checks below.
 	ix := newIndex(h)
+	ix.inflight = s.inflight()
 	rep := s.windows.reportIndexed(ctx, h, ix)
 	for _, r := range rep.Results {
 		s.merge(r, ownFrom, ownTo)
 	}
-	if s.lost != nil || s.fence != nil {
-		ops := ix.ops
-		if s.lost != nil {
-			s.merge(s.lost.window(ops, ownTo), math.MinInt64, forever)
-		}
-		if s.fence != nil {
-			s.merge(s.fence.window(ops, ownTo-back), ownFrom, ownTo)
-		}
+	if s.lost != nil {
+		s.merge(s.lost.window(s.res.done, ownTo), math.MinInt64, forever)
 	}
+	from := s.judgedLater(ownTo, s.horizon(c, final))
+	if s.fence != nil {
+		s.merge(s.fence.window(ix.ops, from), ownFrom, ownTo)
+	}
+	s.res.judged(ownTo)
 	s.unmask()
 	s.first = false
 	s.ownFrom = ownTo
+	s.cut = nil
 	if !final {
-		s.prune(ownTo - back)
+		s.prune(from)
+		s.ownEvents = len(s.buf) - sort.Search(len(s.buf), func(i int) bool { return s.buf[i].Time >= ownTo })
 	}
 }
 
@@ -425,6 +503,21 @@ type masked struct {
 	op history.Op
 }
 
+// inflight returns, per key, the calls of the acquires the window masks.
+func (s *Stream) inflight() map[string][]int64 {
+	var out map[string][]int64
+	for _, m := range s.masked {
+		if m.op == history.Acquire || m.op == history.NestedAcquire {
+			if out == nil {
+				out = map[string][]int64{}
+			}
+			e := &s.buf[m.i]
+			out[e.Key] = append(out[e.Key], e.Time)
+		}
+	}
+	return out
+}
+
 func (s *Stream) unmask() {
 	for _, m := range s.masked {
 		s.buf[m.i].Type, s.buf[m.i].Op = m.t, m.op
@@ -432,14 +525,15 @@ func (s *Stream) unmask() {
 	s.masked = s.masked[:0]
 }
 
-// prune drops what no later window needs: operations that ended before
-// from, unless they belong to a lease that is still held or may still be
-// alive, or ended such a hold.
-func (s *Stream) prune(from int64) {
+// prune drops what no later window needs: operations of each key that
+// ended before from(key), unless they belong to a lease that is still held
+// or may still be alive (not deleted by its release), or ended such a hold.
+func (s *Stream) prune(from func(key string) int64) {
 	keepOp := map[int64]bool{}
 	keepCrash := map[int64]bool{}
 	for k, l := range s.leases {
-		if l.open > 0 || l.held || l.last >= from || l.until >= from {
+		f := from(l.key.key)
+		if l.open > 0 || l.held || l.last >= f || l.until >= f && !l.gone {
 			for _, id := range l.ops {
 				keepOp[id] = true
 			}
@@ -458,10 +552,10 @@ func (s *Stream) prune(from int64) {
 		keep := false
 		switch {
 		case e.Type == history.Info:
-			keep = e.Op != history.Crash || e.Time >= from || keepCrash[e.Index]
+			keep = e.Op != history.Crash || e.Time >= from("") || keepCrash[e.Index]
 		default:
 			o := s.ops[e.ID]
-			keep = o == nil || !o.done || o.last >= from || keepOp[e.ID]
+			keep = o == nil || !o.done || o.last >= from(e.Key) || keepOp[e.ID]
 		}
 		if keep {
 			s.buf[n] = e
@@ -471,7 +565,7 @@ func (s *Stream) prune(from int64) {
 	clear(s.buf[n:])
 	s.buf = s.buf[:n]
 	for id, o := range s.ops {
-		if o.done && o.last < from && !keepOp[id] {
+		if o.done && o.last < from(o.key) && !keepOp[id] {
 			delete(s.ops, id)
 		}
 	}
@@ -494,7 +588,7 @@ func (s *Stream) merge(r Result, ownFrom, ownTo int64) {
 		if s.joined(c, a, ownFrom) {
 			continue
 		}
-		if a.StartNS >= ownTo || a.StartNS < ownFrom && a.Kind != KindNonlinearizable {
+		if at := max(a.StartNS, a.owner); at >= ownTo || at < ownFrom && a.Kind != KindNonlinearizable {
 			continue
 		}
 		if a.Kind == KindNonlinearizable {

@@ -14,7 +14,13 @@ import (
 // streamReport checks h through a Stream with the given window sizes.
 func streamReport(t testing.TB, h *history.History, reach, back, win time.Duration, onAnomaly func(Anomaly)) (Report, *Stream) {
 	t.Helper()
-	s, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: -1}, StreamOptions{Reach: reach, Back: back, Window: win, OnAnomaly: onAnomaly})
+	return streamReportMax(t, h, StreamOptions{Reach: reach, Back: back, Window: win, OnAnomaly: onAnomaly})
+}
+
+// streamReportMax checks h through a Stream with options o.
+func streamReportMax(t testing.TB, h *history.History, o StreamOptions) (Report, *Stream) {
+	t.Helper()
+	s, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: -1}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +77,7 @@ func TestStreamAgreesWithWholeHistory(t *testing.T) {
 	ctx := context.Background()
 	verdicts := map[Verdict]int{}
 	windows := int64(0)
-	for seed := int64(1); seed <= 100; seed++ {
+	for seed := int64(1); seed <= 1000; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		o := genOptions{clients: 2 + r.Intn(7), ops: 150 + r.Intn(450), ttl: int64(10 + r.Intn(60)), seed: seed,
 			unknown: r.Float64() * 0.1, orphan: r.Float64(), refresh: r.Intn(2) == 0}
@@ -84,8 +90,11 @@ func TestStreamAgreesWithWholeHistory(t *testing.T) {
 		h := genMutex(t, o)
 		want := Compose(mustSelect(t)...).Report(ctx, h)
 		ttl := time.Duration(o.ttl) * time.Millisecond
-		for _, sz := range []struct{ reach, back, win time.Duration }{{0, 0, 0}, {0, 0, ttl}, {4 * ttl, 2 * ttl, ttl / 2}, {0, 0, 8 * ttl}} {
-			got, s := streamReport(t, h, sz.reach, sz.back, sz.win, nil)
+		// The last two close own parts by count, every few dozen events,
+		// long before their time is up.
+		for _, sz := range []StreamOptions{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {Window: 8 * ttl},
+			{MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
+			got, s := streamReportMax(t, h, sz)
 			windows += s.nWindows
 			if got.Verdict != want.Verdict || !sameTally(tally(got), tally(want)) {
 				t.Fatalf("seed %d (%+v), window %+v: stream %s %v, whole %s %v\nstream: %s\nwhole:  %s",
