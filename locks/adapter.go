@@ -21,7 +21,7 @@ type Closer interface {
 	Close() error
 }
 
-// DefaultRetryDelay is the pause between acquire attempts when
+// DefaultRetryDelay is the longest pause between acquire attempts when
 // Config.RetryDelay is unset: a twentieth of the TTL, at least 1 ms. It is
 // exported so that adapters of third-party locks pace their library's
 // retries like the built-in locks, and runs compare algorithms, not pacing.
@@ -29,7 +29,13 @@ func DefaultRetryDelay(ttl time.Duration) time.Duration {
 	return max(ttl/20, time.Millisecond)
 }
 
-// RetryDelayOrDefault is the base pause between acquire attempts: the
+// firstRetryDelay is where the default pacing starts: a key that was held
+// a moment ago is often free again within a few round trips, and a fixed
+// pause of a twentieth of the TTL left most clients of a busy run asleep
+// beside a free key.
+const firstRetryDelay = time.Millisecond
+
+// RetryDelayOrDefault is the longest pause between acquire attempts: the
 // configured RetryDelay, or DefaultRetryDelay of the TTL.
 func (c Config) RetryDelayOrDefault() time.Duration {
 	if c.RetryDelay > 0 {
@@ -38,22 +44,47 @@ func (c Config) RetryDelayOrDefault() time.Duration {
 	return DefaultRetryDelay(c.TTL)
 }
 
-// NextRetryDelay is the pause before the next attempt: the base delay plus a
-// jitter of up to half of it drawn from Rand, so that contenders do not retry
-// in lockstep and a run replays from its seed.
-func (c Config) NextRetryDelay() time.Duration {
-	d := c.RetryDelayOrDefault()
+// baseRetryDelay is the pause after the n-th failed attempt of one acquire
+// (n from 1), before jitter: RetryDelay every time when it is set; else a
+// backoff from a millisecond, doubling up to DefaultRetryDelay.
+func (c Config) baseRetryDelay(n int) time.Duration {
+	top := c.RetryDelayOrDefault()
+	if c.RetryDelay > 0 || n >= 32 {
+		return top
+	}
+	return min(top, firstRetryDelay<<max(n-1, 0))
+}
+
+// RetryDelayAt is the pause after the n-th failed attempt of one acquire
+// (n from 1), plus a jitter of up to half of it drawn from Rand, so that
+// contenders do not retry in lockstep and a run replays from its seed. With
+// RetryDelay unset the pauses back off from a millisecond to
+// DefaultRetryDelay: a short hold is retried soon, a long one is not polled
+// more than about twenty times a TTL.
+func (c Config) RetryDelayAt(n int) time.Duration {
+	d := c.baseRetryDelay(n)
 	return d + time.Duration(c.Rand.Int63n(int64(d)/2+1))
 }
 
-// Attempts is how many attempts fit in Wait at the mean jittered pace (at
-// least one): for libraries that bound their retrying by a count rather than
-// a time.
+// NextRetryDelay is the steady pause between attempts (RetryDelayAt once
+// the backoff is over), for a lock that keeps no count of its attempts.
+func (c Config) NextRetryDelay() time.Duration { return c.RetryDelayAt(32) }
+
+// Attempts is how many attempts fit in Wait at the mean jittered pace of
+// RetryDelayAt (at least one): for libraries that bound their retrying by a
+// count rather than a time.
 func (c Config) Attempts() int {
 	if c.Wait <= 0 {
 		return 1
 	}
-	return 1 + int(c.Wait/(c.RetryDelayOrDefault()*5/4))
+	n, spent := 1, time.Duration(0)
+	for {
+		spent += c.baseRetryDelay(n) * 5 / 4
+		if spent > c.Wait {
+			return n
+		}
+		n++
+	}
 }
 
 // Reach is Step for a lock outside this package: it tells the harness the

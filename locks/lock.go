@@ -127,7 +127,9 @@ type Config struct {
 	// Wait bounds how long Acquire keeps retrying (the seed's "lock wait");
 	// 0 means a single attempt.
 	Wait time.Duration
-	// RetryDelay is the pause between attempts; jittered by up to half.
+	// RetryDelay is the pause between attempts, jittered by up to half;
+	// 0 backs off from a millisecond to a twentieth of the TTL (see
+	// RetryDelayAt).
 	RetryDelay time.Duration
 	// Rand is this client's seeded source, so runs replay from their seed.
 	Rand *rand.Rand
@@ -180,6 +182,9 @@ func (c Config) check(name string, nodes int) error {
 }
 
 func (c Config) retryDelay() time.Duration { return c.NextRetryDelay() }
+
+// retryDelayAt is RetryDelayAt, for the built-in locks.
+func (c Config) retryDelayAt(n int) time.Duration { return c.RetryDelayAt(n) }
 
 // Factory builds one client's instance of a lock.
 type Factory func(Config) (Lock, error)
@@ -237,7 +242,7 @@ func pause(ctx context.Context, d time.Duration) error {
 // seed's "lock wait" step (优化一：锁等待), shared by every single-node lock.
 func retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool, error)) error {
 	deadline := time.Now().Add(cfg.Wait)
-	for {
+	for n := 1; ; n++ {
 		if err := cfg.Hooks.step(ctx, "attempt"); err != nil {
 			return err
 		}
@@ -248,7 +253,7 @@ func retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool,
 		if ok {
 			return nil
 		}
-		d := cfg.retryDelay()
+		d := cfg.retryDelayAt(n)
 		if time.Now().Add(d).After(deadline) {
 			return ErrNotAcquired
 		}

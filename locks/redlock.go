@@ -279,7 +279,9 @@ func (l *redlockLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 // desynchronise clients whose attempts overlapped and split the votes: the
 // usual retry delay plus up to twice the last attempt's duration, so that
 // when attempts are slow (a node that only times out) the spread grows with
-// them instead of every contender coming back together.
+// them instead of every contender coming back together. It keeps the
+// steady pace, not the single-node locks' backoff: a retry that splits the
+// votes again costs every node a write and an undo.
 func (l *redlockLock) retry(ctx context.Context, attempt func(context.Context) (bool, error)) error {
 	deadline := time.Now().Add(l.cfg.Wait)
 	for {

@@ -244,7 +244,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&opts.Abandon, "abandon", 0, "probability that a holder dies without releasing")
 	fs.DurationVar(&opts.Think, "think", 0, "pause between a release and the next acquire")
 	fs.DurationVar(&opts.Wait, "wait", 0, "how long one acquire retries before giving up (default: the TTL)")
-	fs.DurationVar(&opts.RetryDelay, "retry-delay", 0, "pause between acquire attempts (default: TTL/20)")
+	fs.DurationVar(&opts.RetryDelay, "retry-delay", 0, "pause between acquire attempts (default: a backoff from 1ms up to TTL/20)")
 	fs.Int64Var(&seed, "seed", seed, "seed for every random choice of the run (default: random, printed)")
 	fs.Var(&retries, "redis-retries", "go-redis MaxRetries (-1: none; default: the library's)")
 	fs.DurationVar(&opts.RedisTimeout, "redis-timeout", 0, "go-redis dial/read/write timeout (default: the library's)")

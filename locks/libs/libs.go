@@ -6,7 +6,7 @@
 //
 // Every adapter keeps the library's own behaviour (its token, its retry
 // loop, its release) and configures only what the harness must fix for the
-// runs to compare: the TTL, the retry pacing (locks.Config.NextRetryDelay,
+// runs to compare: the TTL, the retry pacing (locks.Config.RetryDelayAt,
 // bounded by Config.Wait), the per-command timeout, and the connections,
 // which go through the client's fault proxies and gate.
 package libs

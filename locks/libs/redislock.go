@@ -42,6 +42,7 @@ func newRedislock(cfg locks.Config) (locks.Lock, error) {
 type pacing struct {
 	cfg  locks.Config
 	left int
+	n    int // failed attempts so far
 }
 
 func (p *pacing) NextBackoff() time.Duration {
@@ -49,7 +50,8 @@ func (p *pacing) NextBackoff() time.Duration {
 		return 0 // no retry left: redislock answers ErrNotObtained
 	}
 	p.left--
-	return p.cfg.NextRetryDelay()
+	p.n++
+	return p.cfg.RetryDelayAt(p.n)
 }
 
 func (l *redislockLock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {

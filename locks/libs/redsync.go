@@ -70,7 +70,7 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string) (*locks.Lease, er
 	m := l.rs.NewMutex(key,
 		redsync.WithExpiry(l.cfg.TTL),
 		redsync.WithTries(l.cfg.Attempts()),
-		redsync.WithRetryDelayFunc(func(int) time.Duration { return l.cfg.NextRetryDelay() }),
+		redsync.WithRetryDelayFunc(func(tries int) time.Duration { return l.cfg.RetryDelayAt(max(tries, 1)) }),
 		redsync.WithGenValueFunc(func() (string, error) { return l.cfg.NewToken(), nil }),
 	)
 	err := m.LockContext(ctx)
