@@ -138,6 +138,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	watch := nemesis.NewWatch(aimWarmup)
+	var steps func(workloads.StepEvent)
+	if len(faults) > 0 {
+		// Only a fault aims at protocol steps: a fault-free run spends
+		// nothing on telling them.
+		steps = observe(watch)
+	}
 	runner, err := workloads.NewRunner(workloads.Config{
 		Clients: opts.Clients, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
 		Lock: entry.New,
@@ -147,7 +153,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Dial:     env.dialer,
 		Recorder: rec,
 		Logf:     opts.Logf,
-		Observe:  observe(watch),
+		Observe:  steps,
 	})
 	if err != nil {
 		return nil, usage("%v", err)
