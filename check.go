@@ -101,9 +101,10 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*CheckResult, e
 	return res, nil
 }
 
-// checkBatch is the stream's Batch for a saved history: each event is
-// checked about 1.75 times instead of 2.5 (own part 2 Reach, plus Back and
-// Reach around it), at the price of windows 1.4 times as long.
+// checkBatch is the stream's Batch for a saved history: an own part of
+// four Reach, so that the history kept around it for the checks (at most
+// Back before, and what settles the holds after) is re-checked less often;
+// a busy history closes its own parts by count first (MaxEvents) anyway.
 const checkBatch = 4
 
 // readBatch is how many events the reading goroutine hands over at once.

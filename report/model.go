@@ -33,6 +33,8 @@ type hold struct {
 	AcquireLine, ReleaseLine int
 	// Refreshes are the times successful refreshes were sent.
 	Refreshes []int64
+
+	sub int // a busy key's hold: its sub-lane, given as it came
 }
 
 // mark is an operation of unknown outcome, drawn from its call to the time
@@ -53,6 +55,9 @@ type lane struct {
 	Processes []int
 	Holds     []hold
 	Marks     []mark
+	// cover is, for a busy key, the share of each overview column held,
+	// from every hold of the lane (Holds has only those drawn one by one).
+	cover []float64
 }
 
 // keyModel is the timeline of one key.
@@ -89,7 +94,11 @@ const maxLinesPerAnomaly = 8
 // anomalies. It trusts nothing about the anomalies: ones naming unknown keys
 // land on the first key, times are clipped to the history.
 func buildModel(h *history.History, anomalies []checker.Anomaly) *model {
-	b := newModelBuilder(h.Run, anomalies)
+	x := newExtentScanner()
+	for _, e := range h.Events {
+		x.add(e)
+	}
+	b := newModelBuilder(h.Run, anomalies, x)
 	for _, e := range h.Events {
 		b.add(e)
 	}
@@ -113,10 +122,10 @@ type clientKey struct {
 	client int
 }
 
-// modelBuilder builds the model one event at a time, so that the report of
-// a history far larger than memory holds only the open operations, the
-// holds (a few words each) and the per-bucket figures of the plots, never
-// the events.
+// modelBuilder builds the model one event at a time, the second pass (see
+// extent), so that the report of a history far larger than memory holds
+// only the open operations, the holds it draws (a few words each) and the
+// per-bucket figures of the plots, never the events.
 type modelBuilder struct {
 	m         *model
 	anomalies []checker.Anomaly
@@ -129,26 +138,37 @@ type modelBuilder struct {
 	crashed map[int]bool
 	keys    map[string]*keyModel
 	marksOf map[clientKey][]mark
-	// holds are every hold in acquire order; live (the leases not yet
-	// released) and byProc (each process's last hold) index into it.
-	holds    []hold
-	live     map[leaseKey]int
-	byProc   map[int]int
-	pops     []procOp
-	infos    []history.Event
-	series   *seriesBuilder
-	lastTime int64
+	// holds are the holds of the keys that are not busy, in acquire
+	// order; live (the leases not yet released) and byProc (each
+	// process's last hold) point at those and at the busy keys' holds.
+	holds  []*hold
+	live   map[leaseKey]*hold
+	byProc map[int]*hold
+	// ext is the first pass; busy lays out the busy keys' holds, whose
+	// unreleased ones are in unreleased.
+	ext        *extent
+	busy       map[clientKey]*busyClient
+	unreleased map[*hold]bool
+	pops       []procOp
+	infos      []history.Event
+	series     *seriesBuilder
+	lastTime   int64
 }
 
-func newModelBuilder(run *history.RunInfo, anomalies []checker.Anomaly) *modelBuilder {
+// newModelBuilder starts the second pass over a history whose first pass
+// is x.
+func newModelBuilder(run *history.RunInfo, anomalies []checker.Anomaly, x *extentScanner) *modelBuilder {
 	b := &modelBuilder{m: &model{}, anomalies: anomalies, wanted: map[int]bool{}, open: map[int64]*openOp{},
 		crashed: map[int]bool{}, keys: map[string]*keyModel{}, marksOf: map[clientKey][]mark{},
-		live: map[leaseKey]int{}, byProc: map[int]int{}, series: &seriesBuilder{}}
+		live: map[leaseKey]*hold{}, byProc: map[int]*hold{}, busy: map[clientKey]*busyClient{},
+		unreleased: map[*hold]bool{}}
 	if run != nil {
 		b.hdr = 1
 		b.m.TTL = run.TTLMillis * 1e6
 		b.m.Clients = run.Clients
 	}
+	b.ext = x.finish(b.m.TTL, anomalies)
+	b.series = newSeriesBuilder(b.ext.end)
 	for _, a := range anomalies {
 		if len(a.Leases) == 0 {
 			for _, p := range a.Processes {
@@ -190,8 +210,8 @@ func (b *modelBuilder) add(e history.Event) {
 				b.crashed[e.Process] = true
 				// A crash ends the hold the process has (the crash comes
 				// after its acquire returned).
-				if i, ok := b.byProc[e.Process]; ok {
-					if hd := &b.holds[i]; hd.Open && e.Time >= hd.From && hd.To == toEnd {
+				if hd, ok := b.byProc[e.Process]; ok {
+					if hd.Open && e.Time >= hd.From && hd.To == toEnd {
 						hd.To = e.Time
 					}
 				}
@@ -237,30 +257,34 @@ func (b *modelBuilder) complete(o *openOp, done *history.Event, doneLine int) {
 		if done.Sent > start && done.Sent <= ret {
 			start = done.Sent
 		}
-		hd := hold{Key: o.key, Client: o.client, Process: o.process, Lease: lease, From: ret, To: toEnd, Open: true,
+		hd := &hold{Key: o.key, Client: o.client, Process: o.process, Lease: lease, From: ret, To: toEnd, Open: true,
 			LeaseFrom: start, LeaseTo: toEnd, AcquireLine: doneLine}
 		if ttl > 0 {
 			hd.LeaseTo = start + ttl
 		}
-		b.holds = append(b.holds, hd)
-		b.byProc[o.process] = len(b.holds) - 1
+		if b.ext.busy(o.key) {
+			b.busyClient(ck).place(o.client, hd)
+			b.unreleased[hd] = true
+		} else {
+			b.holds = append(b.holds, hd)
+		}
+		b.byProc[o.process] = hd
 		if lease != "" {
-			b.live[leaseKey{o.key, lease}] = len(b.holds) - 1
+			b.live[leaseKey{o.key, lease}] = hd
 		}
 	case history.Refresh:
-		i, ok := b.live[leaseKey{o.key, o.lease}]
+		hd, ok := b.live[leaseKey{o.key, o.lease}]
 		if !ok || status != history.OK {
 			return
 		}
-		hd := &b.holds[i]
 		hd.Refreshes = append(hd.Refreshes, o.call)
 		if o.ttl > 0 && o.call+o.ttl > hd.LeaseTo && hd.LeaseTo != toEnd {
 			hd.LeaseTo = o.call + o.ttl
 		}
 	case history.Release:
-		i, ok := b.live[leaseKey{o.key, o.lease}]
+		hd, ok := b.live[leaseKey{o.key, o.lease}]
 		if !ok || o.lease == "" {
-			i, ok = b.byProc[o.process]
+			hd, ok = b.byProc[o.process]
 		}
 		if !ok {
 			return
@@ -269,7 +293,6 @@ func (b *modelBuilder) complete(o *openOp, done *history.Event, doneLine int) {
 		// what the report keeps per lease is bounded by the run's
 		// concurrency, not its length.
 		delete(b.live, leaseKey{o.key, o.lease})
-		hd := &b.holds[i]
 		if !hd.Open || o.call < hd.From {
 			return
 		}
@@ -277,7 +300,26 @@ func (b *modelBuilder) complete(o *openOp, done *history.Event, doneLine int) {
 		if status == history.OK && done.Deleted != nil && *done.Deleted && (hd.LeaseTo == toEnd || ret < hd.LeaseTo) {
 			hd.LeaseTo = ret
 		}
+		if b.unreleased[hd] && hd.LeaseTo != toEnd {
+			// Nothing changes a released hold any more (the lease of one
+			// without TTL may: it waits for the end).
+			delete(b.unreleased, hd)
+			b.busyClient(clientKey{hd.Key, hd.Client}).done(hd, b.ext)
+			if b.byProc[o.process] == hd {
+				delete(b.byProc, o.process) // a released hold takes no crash
+			}
+		}
 	}
+}
+
+// busyClient returns the layout of a busy key's client.
+func (b *modelBuilder) busyClient(ck clientKey) *busyClient {
+	c := b.busy[ck]
+	if c == nil {
+		c = &busyClient{subOf: map[int]int{}}
+		b.busy[ck] = c
+	}
+	return c
 }
 
 // finish files the operations that never completed and lays out the lanes.
@@ -307,22 +349,40 @@ func (b *modelBuilder) finish() *model {
 	for i := range b.pops {
 		b.pops[i].ret = max(b.pops[i].call, fix(b.pops[i].ret))
 	}
-	holdsOf := map[clientKey][]int{}
-	for i := range b.holds {
-		hd := &b.holds[i]
-		holdsOf[clientKey{hd.Key, hd.Client}] = append(holdsOf[clientKey{hd.Key, hd.Client}], i)
+	fixHold := func(hd *hold) {
 		hd.To, hd.LeaseTo = fix(hd.To), fix(hd.LeaseTo)
 		if hd.LeaseTo < hd.LeaseFrom {
 			hd.LeaseTo = hd.LeaseFrom
 		}
 	}
+	holdsOf := map[clientKey][]*hold{}
+	for _, hd := range b.holds {
+		holdsOf[clientKey{hd.Key, hd.Client}] = append(holdsOf[clientKey{hd.Key, hd.Client}], hd)
+		fixHold(hd)
+	}
+	// The busy keys' holds never released end with the history.
+	rest := make([]*hold, 0, len(b.unreleased))
+	for hd := range b.unreleased {
+		rest = append(rest, hd)
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].AcquireLine < rest[j].AcquireLine })
+	for _, hd := range rest {
+		fixHold(hd)
+		b.busyClient(clientKey{hd.Key, hd.Client}).done(hd, b.ext)
+	}
 	m.Faults = history.FaultWindows(b.infos, m.End)
+	var all []*hold
 	for k, km := range b.keys {
 		clients := map[int]bool{}
 		for c := 0; c < m.Clients && c < maxLaneClients; c++ {
 			clients[c] = true
 		}
 		for ck := range holdsOf {
+			if ck.key == k {
+				clients[ck.client] = true
+			}
+		}
+		for ck := range b.busy {
 			if ck.key == k {
 				clients[ck.client] = true
 			}
@@ -334,22 +394,33 @@ func (b *modelBuilder) finish() *model {
 		}
 		for _, c := range sortedInts(clients) {
 			ck := clientKey{k, c}
+			if bc := b.busy[ck]; bc != nil {
+				km.Lanes = append(km.Lanes, bc.finish(c, b.marksOf[ck])...)
+				continue
+			}
 			hs := make([]hold, len(holdsOf[ck]))
-			for i, j := range holdsOf[ck] {
-				hs[i] = b.holds[j]
+			for i, hd := range holdsOf[ck] {
+				hs[i] = *hd
 			}
 			km.Lanes = append(km.Lanes, packLanes(c, hs, b.marksOf[ck])...)
-			km.Holds += len(hs)
+		}
+		km.Holds = b.ext.holds[k]
+		if !b.ext.busy(k) {
+			km.Holds = 0
+			for _, l := range km.Lanes {
+				km.Holds += len(l.Holds)
+			}
+		}
+		for _, l := range km.Lanes {
+			for i := range l.Holds {
+				all = append(all, &l.Holds[i])
+			}
 		}
 	}
 	for _, km := range b.keys {
 		m.Keys = append(m.Keys, km)
 	}
 	sort.Slice(m.Keys, func(i, j int) bool { return m.Keys[i].Key < m.Keys[j].Key })
-	all := make([]*hold, len(b.holds))
-	for i := range b.holds {
-		all[i] = &b.holds[i]
-	}
 	m.placeAnomalies(b.anomalies, all, b.pops)
 	return m
 }

@@ -28,15 +28,17 @@ type series struct {
 	anyLatency, anyFailureRow bool
 }
 
-// seriesBuilder keeps, one event at a time, what the plots need of each
-// completed operation (its return, and an acquire's outcome and latency) in
-// a few bytes, since the buckets' width is known only at the end.
+// seriesBuilder buckets, one event at a time, what the plots need of each
+// completed operation: the history's end is known from the first pass, so
+// each bucket keeps its counts and at most latencySamples latencies (a
+// uniform sample beyond that, and the exact maximum), whatever the length
+// of the run.
 type seriesBuilder struct {
-	calls map[int64]callInfo
-	// rets are the returns of every completed operation.
-	rets []int64
-	// acq are the completed acquires.
-	acq []acqPoint
+	bw                    float64 // ns per bucket
+	calls                 map[int64]callInfo
+	okN, failN, unkN, ops [plotBuckets]float64
+	lat                   [plotBuckets]latencies
+	rng                   uint64 // the sample's deterministic draws
 }
 
 type callInfo struct {
@@ -44,24 +46,24 @@ type callInfo struct {
 	acquire bool
 }
 
-type acqPoint struct {
-	ret     int64
-	latency float64 // ms, ok acquires only
-	status  acqStatus
+// latencySamples bounds the latencies one bucket keeps for its quantiles:
+// exact up to this many acquires, a uniform sample of this size beyond.
+const latencySamples = 4096
+
+// latencies are one bucket's sample of ok acquires' latencies (ms).
+type latencies struct {
+	seen   int
+	max    float64
+	sample []float64
 }
 
-type acqStatus uint8
+func newSeriesBuilder(end int64) *seriesBuilder {
+	return &seriesBuilder{bw: float64(max(end, 1)) / plotBuckets, calls: map[int64]callInfo{}, rng: 0x9e3779b97f4a7c15}
+}
 
-const (
-	acqOK acqStatus = iota
-	acqFail
-	acqUnknown
-)
+func (s *seriesBuilder) bucket(t int64) int { return max(0, min(int(float64(t)/s.bw), plotBuckets-1)) }
 
 func (s *seriesBuilder) add(e history.Event) {
-	if s.calls == nil {
-		s.calls = map[int64]callInfo{}
-	}
 	switch {
 	case e.Type == history.Invoke:
 		s.calls[e.ID] = callInfo{time: e.Time, acquire: e.Op == history.Acquire}
@@ -71,62 +73,61 @@ func (s *seriesBuilder) add(e history.Event) {
 			return
 		}
 		delete(s.calls, e.ID)
-		s.rets = append(s.rets, e.Time)
-		if inv.acquire {
-			p := acqPoint{ret: e.Time, status: acqUnknown}
-			switch e.Type {
-			case history.OK:
-				p.status, p.latency = acqOK, float64(e.Time-inv.time)/1e6
-			case history.Fail:
-				p.status = acqFail
-			}
-			s.acq = append(s.acq, p)
+		b := s.bucket(e.Time)
+		s.ops[b]++
+		if !inv.acquire {
+			return
+		}
+		switch e.Type {
+		case history.OK:
+			s.okN[b]++
+			s.sampleLatency(&s.lat[b], float64(e.Time-inv.time)/1e6)
+		case history.Fail:
+			s.failN[b]++
+		default:
+			s.unkN[b]++
 		}
 	}
 }
 
-// buildSeries buckets the acquires of the history by completion time.
-func (sb *seriesBuilder) build(end int64) *series {
-	if end <= 0 {
-		end = 1
+// sampleLatency keeps v in l's reservoir: every value while there is room,
+// then each with the chance that keeps the sample uniform.
+func (s *seriesBuilder) sampleLatency(l *latencies, v float64) {
+	l.seen++
+	l.max = math.Max(l.max, v)
+	if len(l.sample) < latencySamples {
+		l.sample = append(l.sample, v)
+		return
 	}
-	bw := float64(end) / plotBuckets
-	s := &series{width: bw / 1e9}
-	var okN, failN, unkN, opsN [plotBuckets]float64
-	lat := make([][]float64, plotBuckets)
-	bucket := func(t int64) int { return max(0, min(int(float64(t)/bw), plotBuckets-1)) }
-	for _, t := range sb.rets {
-		opsN[bucket(t)]++
+	s.rng ^= s.rng << 13
+	s.rng ^= s.rng >> 7
+	s.rng ^= s.rng << 17
+	if j := s.rng % uint64(l.seen); j < latencySamples {
+		l.sample[j] = v
 	}
-	for _, a := range sb.acq {
-		b := bucket(a.ret)
-		switch a.status {
-		case acqOK:
-			okN[b]++
-			lat[b] = append(lat[b], a.latency)
-		case acqFail:
-			failN[b]++
-		case acqUnknown:
-			unkN[b]++
-		}
-	}
+}
+
+// build returns the plots' series.
+func (sb *seriesBuilder) build() *series {
+	s := &series{width: sb.bw / 1e9}
 	for b := 0; b < plotBuckets; b++ {
 		x := (float64(b) + 0.5) * s.width
-		s.ok = append(s.ok, plotter.XY{X: x, Y: okN[b] / s.width})
-		s.failed = append(s.failed, plotter.XY{X: x, Y: failN[b] / s.width})
-		s.unknown = append(s.unknown, plotter.XY{X: x, Y: unkN[b] / s.width})
-		s.ops = append(s.ops, plotter.XY{X: x, Y: opsN[b] / s.width})
-		if failN[b]+unkN[b] > 0 {
+		s.ok = append(s.ok, plotter.XY{X: x, Y: sb.okN[b] / s.width})
+		s.failed = append(s.failed, plotter.XY{X: x, Y: sb.failN[b] / s.width})
+		s.unknown = append(s.unknown, plotter.XY{X: x, Y: sb.unkN[b] / s.width})
+		s.ops = append(s.ops, plotter.XY{X: x, Y: sb.ops[b] / s.width})
+		if sb.failN[b]+sb.unkN[b] > 0 {
 			s.anyFailureRow = true
 		}
-		if len(lat[b]) == 0 {
+		l := sb.lat[b]
+		if l.seen == 0 {
 			continue
 		}
-		sort.Float64s(lat[b])
+		sort.Float64s(l.sample)
 		s.anyLatency = true
-		s.p50 = append(s.p50, plotter.XY{X: x, Y: quantile(lat[b], 0.5)})
-		s.p99 = append(s.p99, plotter.XY{X: x, Y: quantile(lat[b], 0.99)})
-		s.maxLat = append(s.maxLat, plotter.XY{X: x, Y: lat[b][len(lat[b])-1]})
+		s.p50 = append(s.p50, plotter.XY{X: x, Y: quantile(l.sample, 0.5)})
+		s.p99 = append(s.p99, plotter.XY{X: x, Y: quantile(l.sample, 0.99)})
+		s.maxLat = append(s.maxLat, plotter.XY{X: x, Y: l.max})
 	}
 	return s
 }
@@ -238,7 +239,7 @@ func inlineSVG(s string) string {
 
 // plots renders the throughput and the acquire-latency plots.
 func plots(sb *seriesBuilder, m *model) ([]string, error) {
-	s := sb.build(m.End)
+	s := sb.build()
 	fb := faultBands{windows: m.Faults}
 	for _, sw := range m.Switches {
 		fb.switches = append(fb.switches, sw.Time)

@@ -102,9 +102,10 @@ func readSummary(dir string) (*summary, error) {
 
 // Run writes dir/report.html from dir/history.jsonl and dir/summary.json
 // (or the report or checker given as options) and returns its path. It
-// reads the history once, as a stream, in memory bounded by the holds it
-// draws; only a history with neither summary nor report is loaded whole,
-// for the checker that must judge it.
+// reads the history twice, as a stream (see extent), in memory bounded by
+// the holds it draws one by one, not by the length of the run; only a
+// history with neither summary nor report is loaded whole, for the checker
+// that must judge it.
 func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 	var s settings
 	for _, o := range opts {
@@ -144,7 +145,11 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 	}
 	var b *modelBuilder
 	if h != nil {
-		b = newModelBuilder(h.Run, sum.Anomalies)
+		x := newExtentScanner()
+		for _, e := range h.Events {
+			x.add(e)
+		}
+		b = newModelBuilder(h.Run, sum.Anomalies, x)
 		for _, e := range h.Events {
 			b.add(e)
 		}
@@ -185,17 +190,33 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 	return path, nil
 }
 
-// streamHistory reads the history at path one event at a time into a new
-// model builder (*bp), so that the report never holds the events, and
-// returns the history's header.
+// streamHistory reads the history at path twice, one event at a time: for
+// its extent, then into a new model builder (*bp), so that the report never
+// holds the events. It returns the history's header.
 func streamHistory(ctx context.Context, path string, anomalies []checker.Anomaly, bp **modelBuilder) (*history.RunInfo, error) {
+	x := newExtentScanner()
+	run, err := eachEvent(ctx, path, x.add)
+	if err != nil {
+		return nil, err
+	}
+	b := newModelBuilder(run, anomalies, x)
+	if _, err := eachEvent(ctx, path, b.add); err != nil {
+		return nil, err
+	}
+	*bp = b
+	return run, nil
+}
+
+// eachEvent hands every event of the history at path, the header aside, to
+// fn and returns the header.
+func eachEvent(ctx context.Context, path string, fn func(history.Event)) (*history.RunInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
 	rd := history.NewReader(bufio.NewReaderSize(f, 1<<20))
-	var b *modelBuilder
+	header := true
 	for n := 0; ; n++ {
 		e, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -209,19 +230,13 @@ func streamHistory(ctx context.Context, path string, anomalies []checker.Anomaly
 				return nil, err
 			}
 		}
-		if e.Run != nil && b == nil {
-			b = newModelBuilder(e.Run, anomalies)
+		if e.Run != nil && header {
+			header = false
 			continue
 		}
-		if b == nil {
-			b = newModelBuilder(nil, anomalies)
-		}
-		b.add(e)
+		header = false
+		fn(e)
 	}
-	if b == nil {
-		b = newModelBuilder(rd.Run(), anomalies)
-	}
-	*bp = b
 	return rd.Run(), nil
 }
 

@@ -249,13 +249,11 @@ func overviewSVG(m *model, km *keyModel, ws []window) string {
 			continue
 		}
 		// Held share per column, quantized to five levels and run-length merged.
-		cover := make([]float64, overviewBuckets)
-		bw := float64(f.to) / overviewBuckets
-		for _, hd := range l.Holds {
-			for c := int(float64(hd.From) / bw); c < overviewBuckets && float64(c)*bw < float64(hd.To); c++ {
-				lo := math.Max(float64(hd.From), float64(c)*bw)
-				hi := math.Min(float64(hd.To), float64(c+1)*bw)
-				cover[c] += (hi - lo) / bw
+		cover := l.cover
+		if cover == nil {
+			cover = make([]float64, overviewBuckets)
+			for _, hd := range l.Holds {
+				addCover(cover, hd.From, hd.To, f.to)
 			}
 		}
 		level := func(v float64) int { return int(math.Ceil(math.Min(v, 1) * 4)) }
