@@ -112,36 +112,10 @@ type Stream struct {
 	closed    bool
 }
 
-type leaseKey struct{ key, lease string }
-
 // stuckRef is a stuck-lock anomaly a collector holds, at index i.
 type stuckRef struct {
 	c *collector
 	i int
-}
-
-// leaseInfo is what the stream knows of one lease: whether its hold is
-// still open, until when it may be alive, and what to keep with it.
-type leaseInfo struct {
-	key      leaseKey
-	ops      []int64 // its operations' ids
-	acquired bool    // an ok acquire returned
-	held     bool    // the hold is open (ok acquire, no release call, crash or unknown after it)
-	process  int
-	until    int64 // the latest it may be alive; forever without TTL
-	last     int64 // the latest event of its operations
-	open     int   // its operations not completed
-	ender    int64 // the op id that ended the hold with an unknown outcome, 0 if none
-	gone     bool  // a release of it deleted the key: it is surely over
-	crash    int64 // the index of the crash event that ended the hold, -1 if none
-}
-
-type opInfo struct {
-	lease *leaseInfo
-	key   string
-	call  int64
-	last  int64
-	done  bool
 }
 
 // NewStream returns a windowed check by the checkers Select(r, names, o)
@@ -283,142 +257,6 @@ func (s *Stream) sizes() (reach, win, back int64) {
 		back = reach
 	}
 	return reach, win, back
-}
-
-// track updates what the stream knows of the operation, lease and process
-// e belongs to.
-func (s *Stream) track(e history.Event) {
-	switch {
-	case e.Type == history.Info:
-		switch e.Op {
-		case history.FaultStart, history.FaultHeal, history.FaultStep, history.MasterSwitch:
-			s.faults = append(s.faults, e)
-		case history.Crash:
-			for _, l := range s.holds[e.Process] {
-				l.held, l.crash = false, e.Index
-			}
-			delete(s.holds, e.Process)
-		}
-		return
-	case e.Type == history.Invoke:
-		o := &opInfo{key: e.Key, call: e.Time, last: e.Time}
-		s.ops[e.ID] = o
-		acq := e.Op == history.Acquire || e.Op == history.NestedAcquire
-		s.open[e.ID] = openOp{call: e.Time, key: e.Key, acquire: acq}
-		if acq {
-			s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
-		}
-		if isLockOp(e.Op) && e.Lease != "" {
-			o.lease = s.lease(e.Key, e.Lease)
-			o.lease.ops = append(o.lease.ops, e.ID)
-			o.lease.open++
-			o.lease.last = e.Time
-			if (e.Op == history.Release || e.Op == history.NestedRelease) && o.lease.held && o.lease.process == e.Process {
-				o.lease.held = false
-				s.unhold(e.Process, o.lease)
-			}
-		}
-		return
-	}
-	delete(s.open, e.ID)
-	o := s.ops[e.ID]
-	if o == nil {
-		return // validated input never gets here
-	}
-	o.done, o.last = true, e.Time
-	if e.Op == history.Acquire || e.Op == history.NestedAcquire {
-		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
-		if e.Op == history.Acquire && e.Type == history.OK && s.cut != nil {
-			s.cut.held(e.Key, e.Time)
-		}
-	}
-	if e.Type == history.Unknown {
-		for _, l := range s.holds[e.Process] {
-			l.held, l.ender = false, e.ID
-		}
-		delete(s.holds, e.Process)
-	}
-	if !isLockOp(e.Op) {
-		return
-	}
-	l := o.lease
-	if l == nil && e.Lease != "" {
-		// An acquire learns its lease when it returns.
-		l = s.lease(e.Key, e.Lease)
-		l.ops = append(l.ops, e.ID)
-		l.open++
-		o.lease = l
-	}
-	if l == nil {
-		return
-	}
-	l.open--
-	l.last = max(l.last, e.Time)
-	ttl := e.TTLMillis * 1e6
-	renewal := e.Op == history.Acquire || e.Op == history.Refresh || e.Op == history.NestedAcquire
-	switch {
-	case renewal && e.Type == history.Unknown && e.Op == history.Acquire:
-		// An acquire of unknown outcome may take effect late (a paused
-		// server running what sat in its socket): keep it a while longer.
-		reach, _, _ := s.sizes()
-		l.until = max(l.until, sat64(e.Time, ttl+2*reach))
-	case renewal && e.Type != history.Fail:
-		if ttl <= 0 {
-			l.until = forever
-		} else {
-			l.until = max(l.until, sat64(e.Time, ttl))
-		}
-	}
-	if e.Op == history.Acquire || e.Op == history.Refresh {
-		s.maxTTL = max(s.maxTTL, ttl)
-	}
-	if e.Op == history.Release && e.Type == history.OK && e.Deleted != nil && *e.Deleted {
-		l.gone = true
-	}
-	if e.Op == history.Acquire && e.Type == history.OK {
-		l.acquired, l.held, l.process = true, true, e.Process
-		s.holds[e.Process] = append(s.holds[e.Process], l)
-	}
-}
-
-func sat64(t, d int64) int64 {
-	if t > forever-d {
-		return forever
-	}
-	return t + d
-}
-
-func isLockOp(op history.Op) bool {
-	switch op {
-	case history.Acquire, history.Release, history.Refresh, history.NestedAcquire, history.NestedRelease:
-		return true
-	}
-	return false
-}
-
-func (s *Stream) lease(key, id string) *leaseInfo {
-	k := leaseKey{key, id}
-	l := s.leases[k]
-	if l == nil {
-		l = &leaseInfo{key: k, crash: -1}
-		s.leases[k] = l
-	}
-	return l
-}
-
-func (s *Stream) unhold(proc int, l *leaseInfo) {
-	hs := s.holds[proc]
-	for i, x := range hs {
-		if x == l {
-			hs = append(hs[:i], hs[i+1:]...)
-			break
-		}
-	}
-	if len(hs) == 0 {
-		delete(s.holds, proc)
-	} else {
-		s.holds[proc] = hs
-	}
 }
 
 // step checks the current window and moves on to the next; final checks

@@ -51,15 +51,18 @@ echo "check: $(wall "$work/check.time") wall, peak RSS $(rss "$work/check.time")
 rm -rf "$work/run"
 
 if [ "${SOAK:-}" = 1 ]; then
-  "$work/torture" run --lock token --clients 8 --keys 8 --hold 0s..0s --ttl 1s --duration 300s --seed 2 \
-    --quiet --out "$work/soak" > "$work/soak.out" 2>&1 &
-  pid=$!
+  /usr/bin/time -v "$work/torture" run --lock token --clients 8 --keys 8 --hold 0s..0s --ttl 1s --duration 300s --seed 2 \
+    --quiet --out "$work/soak" > "$work/soak.out" 2> "$work/soak.time" &
+  timer=$!
+  sleep 1
+  pid=$(pgrep -P "$timer" | head -1)
   for i in $(seq 1 30); do
     sleep 10
     kb=$(awk '/VmRSS/{print $2}' "/proc/$pid/status" 2>/dev/null) || break
     [ -n "$kb" ] || break
     echo "soak: $((i * 10))s RSS $((kb / 1024)) MB"
   done
-  wait "$pid" || true
+  wait "$timer" || true
   sed -n 's/^\([0-9]* ops in .*\)$/soak: \1/p' "$work/soak.out"
+  echo "soak: peak RSS $(rss "$work/soak.time") (the check, summary and report at the end included)"
 fi
