@@ -49,3 +49,35 @@ func TestStopOnAnomaly(t *testing.T) {
 	}
 	t.Logf("stopped after %v with %v; status line saw %d", res.Stats.Duration, res.Report.Count, seen)
 }
+
+// A saved history checked again from disk gives the run's counts exactly,
+// kind by kind, also past the cap on the anomalies listed (50 a kind): the
+// run checks in short windows, `torture check` in long ones, and a count
+// must not depend on where the windows fall.
+func TestCheckCountsAsTheRun(t *testing.T) {
+	needRedis(t)
+	opts := short("set-px", 7)
+	// Short holds and many overruns: each overrun overlaps dozens of holds.
+	opts.Clients, opts.Overrun, opts.OutDir = 8, 0.3, t.TempDir()
+	opts.HoldMin, opts.HoldMax, opts.Duration = 0, 5*time.Millisecond, 6*time.Second
+	res, err := locktorture.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Count[checker.KindDoubleHolder] <= checker.DefaultMaxAnomalies {
+		t.Fatalf("the run found %v: too few double holders to pass the list's cap", res.Report.Count)
+	}
+	chk, err := locktorture.Check(context.Background(), res.Dir, locktorture.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chk.Report.Count) != len(res.Report.Count) {
+		t.Fatalf("check counted %v, the run %v", chk.Report.Count, res.Report.Count)
+	}
+	for k, n := range res.Report.Count {
+		if chk.Report.Count[k] != n {
+			t.Fatalf("check counted %v, the run %v", chk.Report.Count, res.Report.Count)
+		}
+	}
+	t.Logf("run and check counted %v", res.Report.Count)
+}

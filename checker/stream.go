@@ -121,7 +121,13 @@ type stuckRef struct {
 // NewStream returns a windowed check by the checkers Select(r, names, o)
 // picks.
 func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*Stream, error) {
-	c, err := Select(r, names, o)
+	// The checkers list every anomaly they find: the stream keeps those a
+	// window owns and counts them, and only its own collectors cap what
+	// they list. A checker capped per window would leave out of the count
+	// what it found beyond the cap.
+	all := o
+	all.MaxAnomalies = -1
+	c, err := Select(r, names, all)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +146,60 @@ func TestStreamBatchSizesWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The counts are exact whatever cap is set on the anomalies listed: a
+// window that finds more anomalies of one kind than the cap still counts
+// them all (a stream that let its windows' checkers cap their lists counted
+// only what they listed, so a check with long windows reported 95 double
+// holders of a run's 177).
+func TestStreamCountsPastTheListCap(t *testing.T) {
+	ctx := context.Background()
+	over := 0
+	for seed := int64(1); seed <= 20; seed++ {
+		o := genOptions{clients: 6, ops: 600, ttl: 20, seed: seed, overrun: 0.3, violate: 0.3, unknown: 0.05}
+		h := genMutex(t, o)
+		want := Compose(mustSelect(t)...).Report(ctx, h)
+		ttl := time.Duration(o.ttl) * time.Millisecond
+		for _, limit := range []int{0, 3} {
+			for _, so := range []StreamOptions{{}, {Batch: 4}, {Window: 20 * ttl}} {
+				s, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: limit}, so)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range h.Events {
+					s.Add(ctx, e)
+				}
+				got := s.Close(ctx)
+				for k, n := range want.Count {
+					if got.Count[k] != n {
+						t.Fatalf("seed %d, cap %d, window %+v: %s counted %d, the whole history has %d", seed, limit, so, k, got.Count[k], n)
+					}
+				}
+				if limit == 3 {
+					for k, n := range want.Count {
+						if n > 3*2 {
+							over++
+						}
+						if listed := tally(got); n > 3 && sumKind(listed, k) > 3 {
+							t.Fatalf("seed %d: %s listed %d past the cap of 3", seed, k, sumKind(listed, k))
+						}
+					}
+				}
+			}
+		}
+	}
+	if over == 0 {
+		t.Fatal("no history found more anomalies of a kind than twice the cap: the test shows nothing")
+	}
+}
+
+func sumKind(t map[string]int, k Kind) int {
+	n := 0
+	for kc, v := range t {
+		if strings.HasPrefix(kc, string(k)+"/") {
+			n += v
+		}
+	}
+	return n
 }
