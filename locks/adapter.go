@@ -77,14 +77,17 @@ func (c Config) Attempts() int {
 	if c.Wait <= 0 {
 		return 1
 	}
+	// The backoff reaches its top within 32 pauses; past it every pause is
+	// the same, so the rest is a division, however long Wait is.
 	n, spent := 1, time.Duration(0)
-	for {
-		spent += c.baseRetryDelay(n) * 5 / 4
-		if spent > c.Wait {
+	for ; n < 32; n++ {
+		d := c.baseRetryDelay(n) * 5 / 4
+		if spent+d > c.Wait {
 			return n
 		}
-		n++
+		spent += d
 	}
+	return n + int((c.Wait-spent)/(c.baseRetryDelay(n)*5/4))
 }
 
 // Reach is Step for a lock outside this package: it tells the harness the

@@ -94,6 +94,11 @@ const maxLinesPerAnomaly = 8
 // anomalies. It trusts nothing about the anomalies: ones naming unknown keys
 // land on the first key, times are clipped to the history.
 func buildModel(h *history.History, anomalies []checker.Anomaly) *model {
+	return builderOf(h, anomalies).finish()
+}
+
+// builderOf makes both passes over a history held in memory.
+func builderOf(h *history.History, anomalies []checker.Anomaly) *modelBuilder {
 	x := newExtentScanner()
 	for _, e := range h.Events {
 		x.add(e)
@@ -102,7 +107,7 @@ func buildModel(h *history.History, anomalies []checker.Anomaly) *model {
 	for _, e := range h.Events {
 		b.add(e)
 	}
-	return b.finish()
+	return b
 }
 
 // openOp is an operation whose completion has not been read yet: the part

@@ -145,14 +145,7 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 	}
 	var b *modelBuilder
 	if h != nil {
-		x := newExtentScanner()
-		for _, e := range h.Events {
-			x.add(e)
-		}
-		b = newModelBuilder(h.Run, sum.Anomalies, x)
-		for _, e := range h.Events {
-			b.add(e)
-		}
+		b = builderOf(h, sum.Anomalies)
 		if h.Run != nil {
 			sum.Run = h.Run // the history's own header is what the timeline was drawn from
 		}
