@@ -59,7 +59,7 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*CheckResult, e
 	if st.IsDir() {
 		path = filepath.Join(path, "history.jsonl")
 	}
-	opts.Registries.fill()
+	opts.Registries.Fill()
 	ops := append([]history.Op(nil), opts.Ops...)
 	for _, w := range opts.Registries.Workloads.Entries() {
 		ops = append(ops, w.Ops...)

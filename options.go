@@ -128,7 +128,8 @@ func Builtin() Registries {
 		Workloads: workloads.Builtin(), Checkers: checker.Builtin()}
 }
 
-func (r *Registries) fill() {
+// Fill gives every registry left nil its built-in entries.
+func (r *Registries) Fill() {
 	if r.Locks == nil {
 		r.Locks = libs.Builtin()
 	}
@@ -179,7 +180,7 @@ var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // came from a flag, a matrix spec or a Go test.
 func (o *Options) fill() {
 	d := DefaultOptions()
-	o.Registries.fill()
+	o.Registries.Fill()
 	def := func(s *string, v string) {
 		if *s == "" {
 			*s = v
@@ -226,7 +227,7 @@ func (o Options) WithDefaults() Options {
 // that Run would replace with defaults are errors here, so a caller (the
 // CLI) that starts from DefaultOptions catches an explicit --clients 0.
 func (o Options) Validate() error {
-	o.Registries.fill()
+	o.Registries.Fill()
 	switch {
 	case o.Clients < 1 || o.Clients > 10000:
 		return usage("--clients %d: want 1..10000", o.Clients)

@@ -30,6 +30,9 @@ type Options struct {
 	// anomaly that fulfils the cell's expectation, which is all it has to
 	// show, so a matrix spends its time on the controls.
 	FullRuns bool
+	// Registries are where the spec's names are looked up and every run
+	// draws its entries from; nil fields take the built-ins.
+	Registries locktorture.Registries
 	// Run performs one run; default locktorture.Run.
 	Run RunFunc
 	// Progress is called before every run (Seed nil) and after it, from
@@ -167,6 +170,7 @@ func runSeed(ctx context.Context, c *Cell, def Params, seed int64, opts Options)
 		o.OutDir = filepath.Join(opts.OutDir, "runs")
 	}
 	o.Logf = opts.Logf
+	o.Registries = opts.Registries
 	if b := c.Expect.Breaks; b != nil && !opts.FullRuns {
 		o.StopWhen = b.matches
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/matrix"
 )
 
@@ -19,7 +20,7 @@ import (
 // another, then the table and the matrix files. Exit 0 when every cell kept
 // its promise, 1 when some did not, 2 for a bad spec, a harness error or an
 // interrupted matrix.
-func cmdMatrix(args []string, stdout, stderr io.Writer) int {
+func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
 	var seedsText, out, cells string
 	var quiet, full bool
 	fs := newFlags("matrix", stderr)
@@ -60,7 +61,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) int {
 	}()
 	tty := !quiet && isTerminal(stdout)
 	var bar *progressbar.ProgressBar
-	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
+	opts := matrix.Options{Registries: regs, Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
 		Logf: func(format string, args ...any) {
 			if bar != nil {
 				_ = bar.Clear()

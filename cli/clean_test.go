@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 func buildTorture(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "torture")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/torture").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
