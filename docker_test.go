@@ -9,6 +9,7 @@ import (
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/internal/needdocker"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // TestDockerBackend runs single, redlock, sentinel and cluster on containers, each
@@ -63,7 +64,7 @@ func TestDockerBackend(t *testing.T) {
 		NemesisInterval: time.Second, Clients: 4, Keys: 1, Duration: 5 * time.Second, TTL: 500 * time.Millisecond,
 		HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: 7, CheckTimeout: 30 * time.Second,
 	}
-	latency.NemesisOptions.Latency = 50 * time.Millisecond
+	latency.Settings = settings.Values{"latency": 50 * time.Millisecond}
 	lossy := lossyRun("token", 1)
 	lossy.Backend = locktorture.BackendDocker
 	overrun := single("set-px", 1)

@@ -12,6 +12,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // TestExternalBackend runs locks against a redis-server the test starts by
@@ -49,7 +50,7 @@ func TestExternalBackend(t *testing.T) {
 	overrun.Overrun = 0.2
 	latency := external("token", 4)
 	latency.Faults, latency.NemesisInterval = []string{"latency"}, 500*time.Millisecond
-	latency.NemesisOptions.Latency = 50 * time.Millisecond
+	latency.Settings = settings.Values{"latency": 50 * time.Millisecond}
 	cases := []struct {
 		name string
 		opts locktorture.Options

@@ -12,6 +12,7 @@ import (
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/locks/libs"
 	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/settings"
 	"github.com/locktorture/locktorture/workloads"
 )
 
@@ -76,7 +77,10 @@ type Options struct {
 	NemesisInterval time.Duration
 	// NemesisDuration is how long each fault stays active; default the interval.
 	NemesisDuration time.Duration
-	NemesisOptions  nemesis.Options
+	// Settings are the values of the settings the lock, fault and workload
+	// entries declare for themselves (latency, direction, ...), by name;
+	// Set fills them from text as a flag or a spec key does.
+	Settings settings.Values
 	// Target is how faults choose what they hit: TargetProtocol (the
 	// default, "") aims them at the clients' protocol steps, TargetRandom
 	// chooses blindly.
@@ -206,9 +210,6 @@ func (o *Options) fill() {
 	if o.Keys == 0 {
 		o.Keys = d.Keys
 	}
-	if o.NemesisOptions.Persistence == "" {
-		o.NemesisOptions.Persistence = o.Persistence
-	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -273,6 +274,9 @@ func (o Options) Validate() error {
 	if err := o.validateBackend(); err != nil {
 		return err
 	}
+	if err := o.checkSettings(); err != nil {
+		return err
+	}
 	_, err := o.resolve()
 	return err
 }
@@ -284,6 +288,7 @@ type plan struct {
 	topology cluster.TopologyEntry
 	faults   []nemesis.Entry
 	checkers []string // the workload's, then the run's own
+	settings *settings.Set
 }
 
 func (o Options) resolve() (plan, error) {
@@ -299,6 +304,9 @@ func (o Options) resolve() (plan, error) {
 		return p, &UsageError{err}
 	}
 	if p.faults, err = o.Registries.Faults.Lookup(o.Faults); err != nil {
+		return p, &UsageError{err}
+	}
+	if p.settings, err = o.Registries.Settings(); err != nil {
 		return p, &UsageError{err}
 	}
 	p.checkers = append(append([]string(nil), p.workload.Checkers...), o.Checkers...)
@@ -323,5 +331,5 @@ func ParseList(s string) []string {
 // --abandon, --think.
 func (o Options) shape() workloads.MutexOptions {
 	return workloads.MutexOptions{Keys: o.Keys, HoldMin: o.HoldMin, HoldMax: o.HoldMax, TTL: o.TTL,
-		Overrun: o.Overrun, Abandon: o.Abandon, Think: o.Think, KeyPrefix: o.keyPrefix()}
+		Overrun: o.Overrun, Abandon: o.Abandon, Think: o.Think, KeyPrefix: o.keyPrefix(), Settings: o.values()}
 }

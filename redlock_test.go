@@ -18,6 +18,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/settings"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -202,7 +203,7 @@ func TestRedlockPartitionMinority(t *testing.T) {
 	redlockValid(t, calm)
 	cut := base
 	cut.Faults, cut.NemesisDuration = []string{"partition-minority"}, 600*time.Millisecond
-	cut.NemesisOptions.PartitionClients = "all"
+	cut.Settings = settings.Values{"partition-clients": "all"}
 	res := runRedlock(t, cut)
 	redlockValid(t, res)
 	if res.Stats.Acquired >= calm.Stats.Acquired {
@@ -485,7 +486,8 @@ func TestMeasureRedlock(t *testing.T) {
 			o := redlockOptions("redlock", 5, int64(s))
 			o.Clients = 3
 			if scope != "" {
-				o.Faults, o.NemesisDuration, o.NemesisOptions.PartitionClients = []string{"partition-minority"}, 600*time.Millisecond, scope
+				o.Faults, o.NemesisDuration = []string{"partition-minority"}, 600*time.Millisecond
+				o.Settings = settings.Values{"partition-clients": scope}
 			}
 			o.Duration = 20 * time.Second
 			o.OutDir = filepath.Join(os.TempDir(), "locktorture-measure")

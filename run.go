@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
@@ -100,7 +99,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	// Faults are built before the servers start: some start them their own
 	// way (nemesis.Preparer: under libfaketime, with AOF always).
-	faults := nemesis.Build(pl.faults, opts.NemesisOptions)
+	faults := nemesis.Build(pl.faults, opts.values())
 	env, err := startEnv(ctx, opts, pl, faults)
 	if err != nil {
 		return nil, err
@@ -109,13 +108,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	info := &history.RunInfo{ID: opts.RunID, Lock: opts.Lock, Workload: opts.Workload, Topology: opts.Topology,
 		Clients: opts.Clients, Keys: opts.Keys, TTLMillis: opts.TTL.Milliseconds(), Seed: opts.Seed,
-		Started: time.Now().UTC(), Params: map[string]string{
-			"hold": opts.HoldMin.String() + ".." + opts.HoldMax.String(), "overrun": fmt.Sprint(opts.Overrun),
-			"abandon": fmt.Sprint(opts.Abandon), "think": opts.Think.String(), "wait": opts.Wait.String(), "duration": opts.Duration.String(),
-			"redis_retries": retriesText(opts.RedisRetries), "nemesis": strings.Join(opts.Faults, ","),
-			"nemesis_interval": opts.NemesisInterval.String(), "persistence": string(opts.Persistence),
-			"target": targetText(opts.Target), "trigger": string(opts.NemesisTrigger),
-		}}
+		Started: time.Now().UTC(), Params: opts.headerParams(pl.settings)}
 	// The history is checked while it is recorded, and kept only on disk.
 	stopCtx, stopOnAnomaly := context.WithCancel(ctx)
 	defer stopOnAnomaly()
@@ -148,7 +141,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Clients: opts.Clients, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
 		Lock: entry.New,
 		LockConfig: locks.Config{TTL: opts.TTL, Wait: opts.Wait, RetryDelay: opts.RetryDelay,
-			Addrs: env.lockAddrs(), CommandTimeout: opts.RedisTimeout},
+			Addrs: env.lockAddrs(), CommandTimeout: opts.RedisTimeout, Settings: opts.values()},
 		Connect:  env.connector(opts),
 		Dial:     env.dialer,
 		Recorder: rec,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // lossyRun is the failover-lossy scenario at test size. Failovers take a few
@@ -104,7 +105,7 @@ func TestSentinel(t *testing.T) {
 		}
 		// Well under the TTL: latency above it breaks the token lock on
 		// any topology (an acquire that returns after its lease expired).
-		o.NemesisOptions.Latency = 50 * time.Millisecond
+		o.Settings = settings.Values{"latency": 50 * time.Millisecond}
 		res := runSentinel(t, o)
 		if res.Verdict != checker.Valid {
 			t.Errorf("verdict %s, want valid: %v", res.Verdict, res.Report.Count)

@@ -16,6 +16,10 @@ type Entry struct {
 	Always bool
 	// New builds the checker with the settings of one check.
 	New func(MutexOptions) Checker
+	// Kinds are the anomaly kinds it reports, each with the classes it
+	// sorts them into (none for an unclassed kind): what a matrix cell may
+	// expect, checked before the first run.
+	Kinds map[Kind][]Class
 }
 
 // About implements registry.Entry.
@@ -42,24 +46,25 @@ func Builtin() *Registry {
 	max := func(o MutexOptions) Option { return MaxAnomalies(o.MaxAnomalies) }
 	return registry.Of("checker",
 		Entry{Name: "mutual-exclusion", Always: true, Summary: "two holds of one key overlap: double-holder, classed within-lease or lease-outlived",
-			New: func(o MutexOptions) Checker { return MutualExclusion(max(o)) }},
-		Entry{Name: "linearizable", Always: true, Summary: "porcupine finds no legal order of the lock operations for a lease- and owner-aware mutex",
+			Kinds: map[Kind][]Class{KindDoubleHolder: {ClassWithinLease, ClassLeaseOutlived}},
+			New:   func(o MutexOptions) Checker { return MutualExclusion(max(o)) }},
+		Entry{Name: "linearizable", Always: true, Kinds: map[Kind][]Class{KindNonlinearizable: nil}, Summary: "porcupine finds no legal order of the lock operations for a lease- and owner-aware mutex",
 			New: func(o MutexOptions) Checker { return Linearizable(o.Linearizable, max(o)) }},
-		Entry{Name: "foreign-release", Always: true, Summary: "a release deleted a lock another client held",
+		Entry{Name: "foreign-release", Always: true, Kinds: map[Kind][]Class{KindForeignRelease: nil}, Summary: "a release deleted a lock another client held",
 			New: func(o MutexOptions) Checker { return ForeignRelease(max(o)) }},
-		Entry{Name: "liveness", Always: true, Summary: "stuck-lock: nobody could acquire a free key; spurious-failure: an acquire failed while the key was free",
+		Entry{Name: "liveness", Always: true, Kinds: map[Kind][]Class{KindStuckLock: nil, KindSpuriousFailure: nil}, Summary: "stuck-lock: nobody could acquire a free key; spurious-failure: an acquire failed while the key was free",
 			New: func(o MutexOptions) Checker { return Liveness(o.Liveness, max(o)) }},
-		Entry{Name: "lost-update", Always: true, Summary: "the guarded counter lost an increment: two holders overlapped",
+		Entry{Name: "lost-update", Always: true, Kinds: map[Kind][]Class{KindLostUpdate: nil}, Summary: "the guarded counter lost an increment: two holders overlapped",
 			New: func(o MutexOptions) Checker { return LostUpdate(max(o)) }},
-		Entry{Name: "fence-regression", Always: true, Summary: "an acquire got a fencing token no higher than one handed out before it began",
+		Entry{Name: "fence-regression", Always: true, Kinds: map[Kind][]Class{KindFenceRegression: nil}, Summary: "an acquire got a fencing token no higher than one handed out before it began",
 			New: func(o MutexOptions) Checker { return FenceRegression(max(o)) }},
-		Entry{Name: "reentrant", Summary: "the reentrant count an owner sees is impossible (reentry-count: double-count, lost-count)",
+		Entry{Name: "reentrant", Kinds: map[Kind][]Class{KindReentryCount: {ClassDoubleCount, ClassLostCount}}, Summary: "the reentrant count an owner sees is impossible (reentry-count: double-count, lost-count)",
 			New: func(o MutexOptions) Checker { return Reentrant(max(o)) }},
-		Entry{Name: "stale-write", Summary: "a fenced resource accepted a write with an older token than one it had seen",
+		Entry{Name: "stale-write", Kinds: map[Kind][]Class{KindStaleWrite: nil}, Summary: "a fenced resource accepted a write with an older token than one it had seen",
 			New: func(o MutexOptions) Checker { return StaleWrite(max(o)) }},
-		Entry{Name: "duplicate-work", Summary: "a batch task was enqueued twice",
+		Entry{Name: "duplicate-work", Kinds: map[Kind][]Class{KindDuplicateWork: nil}, Summary: "a batch task was enqueued twice",
 			New: func(o MutexOptions) Checker { return DuplicateWork(max(o)) }},
-		Entry{Name: "oversell", Summary: "more units sold than stocked (oversell), a user who bought twice (double-buy)",
+		Entry{Name: "oversell", Kinds: map[Kind][]Class{KindOversell: nil, KindDoubleBuy: nil}, Summary: "more units sold than stocked (oversell), a user who bought twice (double-buy)",
 			New: func(o MutexOptions) Checker { return Oversell(max(o)) }},
 	)
 }

@@ -28,8 +28,6 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/registry"
 )
 
@@ -151,71 +149,16 @@ func parseOne(fs *flag.FlagSet, args []string, stdout io.Writer, want string) (p
 	return paths[0], false, nil
 }
 
-// holdRange is a --hold MIN..MAX flag (or a single duration).
-type holdRange struct{ min, max time.Duration }
-
-func (h *holdRange) String() string { return h.min.String() + ".." + h.max.String() }
-
-func (h *holdRange) Set(s string) error {
-	lo, hi, found := strings.Cut(s, "..")
-	if !found {
-		hi = lo
-	}
-	a, err := time.ParseDuration(lo)
-	if err != nil {
-		return fmt.Errorf("want MIN..MAX durations like 10ms..100ms")
-	}
-	b, err := time.ParseDuration(hi)
-	if err != nil {
-		return fmt.Errorf("want MIN..MAX durations like 10ms..100ms")
-	}
-	h.min, h.max = a, b
-	return nil
-}
-
-// optionalInt is an int flag that remembers whether it was set.
-type optionalInt struct{ v *int }
-
-func (o *optionalInt) String() string {
-	if o.v == nil {
-		return "library default"
-	}
-	return fmt.Sprint(*o.v)
-}
-
-func (o *optionalInt) Set(s string) error {
-	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil || n < -1 {
-		return fmt.Errorf("want an integer >= -1")
-	}
-	o.v = &n
-	return nil
-}
-
-type persistenceFlag struct{ v cluster.Persistence }
-
-func (p *persistenceFlag) String() string { return string(p.v) }
-
-func (p *persistenceFlag) Set(s string) error {
-	v, err := cluster.ParsePersistence(s)
-	if err != nil {
-		return fmt.Errorf("want off, everysec or always")
-	}
-	p.v = v
-	return nil
-}
-
 type expectFlag struct{ v checker.Verdict }
 
 func (e *expectFlag) String() string { return string(e.v) }
 
 func (e *expectFlag) Set(s string) error {
-	switch checker.Verdict(s) {
-	case checker.Valid, checker.Invalid:
-		e.v = checker.Verdict(s)
-		return nil
+	if _, err := expectSetting.Parse(s); err != nil {
+		return err
 	}
-	return fmt.Errorf("want valid or invalid")
+	e.v = checker.Verdict(s)
+	return nil
 }
 
 // failOnFlag is --fail-on: which anomalies fail the gate.
@@ -235,76 +178,33 @@ func (f *failOnFlag) Set(s string) error {
 const failOnUsage = "which anomalies fail: all, or safety (liveness anomalies are reported only)"
 
 func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
-	d := locktorture.DefaultOptions()
-	opts := d
-	hold := holdRange{d.HoldMin, d.HoldMax}
-	var retries optionalInt
-	var expect expectFlag
+	opts := locktorture.DefaultOptions()
+	opts.Registries = regs
+	opts.Seed = time.Now().UnixNano() % 1_000_000
+	var expect checker.Verdict
 	var quiet bool
-	var persistence persistenceFlag
-	seed := time.Now().UnixNano() % 1_000_000
+	all, err := runSettings(regs)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("run: %v", err))
+	}
 	fs := newFlags("run", stderr)
-	fs.StringVar(&opts.Lock, "lock", d.Lock, "lock under test (see 'torture list')")
-	var faults, checks, trig string
-	fs.StringVar(&opts.Workload, "workload", d.Workload, "what clients do: "+strings.Join(regs.Workloads.Names(), ", "))
-	fs.IntVar(&opts.Clients, "clients", d.Clients, "concurrent clients")
-	fs.IntVar(&opts.Keys, "keys", d.Keys, "lock keys the clients contend for")
-	fs.DurationVar(&opts.Duration, "duration", d.Duration, "how long clients run")
-	fs.DurationVar(&opts.TTL, "ttl", d.TTL, "lock TTL")
-	fs.Var(&hold, "hold", "work time inside the lock, MIN..MAX")
-	fs.Float64Var(&opts.Overrun, "overrun", 0, "probability that a hold outlasts the TTL (7/6 of it)")
-	fs.Float64Var(&opts.Abandon, "abandon", 0, "probability that a holder dies without releasing")
-	fs.DurationVar(&opts.Think, "think", 0, "pause between a release and the next acquire")
-	fs.DurationVar(&opts.Wait, "wait", 0, "how long one acquire retries before giving up (default: the TTL)")
-	fs.DurationVar(&opts.RetryDelay, "retry-delay", 0, "pause between acquire attempts (default: a backoff from 1ms up to TTL/20)")
-	fs.Int64Var(&seed, "seed", seed, "seed for every random choice of the run (default: random, printed)")
-	fs.Var(&retries, "redis-retries", "go-redis MaxRetries (-1: none; default: the library's)")
-	fs.DurationVar(&opts.RedisTimeout, "redis-timeout", 0, "go-redis dial/read/write timeout (default: the library's)")
-	fs.StringVar(&opts.OutDir, "out", d.OutDir, "directory that receives the run folder")
-	fs.StringVar(&opts.RunID, "run-id", "", "name of the run folder (default: time, lock and seed)")
-	fs.DurationVar(&opts.CheckTimeout, "check-timeout", d.CheckTimeout, "time limit of the linearizability check")
-	fs.StringVar(&opts.Topology, "topology", d.Topology, "redis deployment: "+strings.Join(regs.Topologies.Names(), ", "))
-	fs.IntVar(&opts.Nodes, "nodes", 0, "masters of a multi-master topology (redlock: default 5)")
-	fs.Var(&persistence, "persistence", "redis persistence: off, everysec or always (AOF fsync)")
-	fs.StringVar(&opts.Toxiproxy, "toxiproxy", "", "API URL of an external toxiproxy-server (default: embedded)")
-	var redisAddrs, sentinelAddrs string
-	fs.StringVar(&opts.Backend, "backend", "local", "where the servers run: local (processes), docker (containers), external (your own: --redis or --sentinel)")
-	fs.StringVar(&redisAddrs, "redis", "", "--backend external: your servers, host:port,... (one for single, N for redlock)")
-	fs.StringVar(&sentinelAddrs, "sentinel", "", "--backend external --topology sentinel: your Sentinels, host:port,...")
-	fs.StringVar(&opts.SentinelMaster, "sentinel-master", "mymaster", "the master's name your Sentinels monitor")
-	fs.StringVar(&opts.KeyPrefix, "key-prefix", "", "prefix of every key of the run (--backend external default: locktorture:RUN_ID:)")
-	fs.StringVar(&faults, "nemesis", "", "comma-separated faults to inject (see 'torture list')")
-	fs.StringVar(&checks, "checkers", "", "comma-separated checkers to run beyond the lock's and the workload's (see 'torture list')")
-	fs.DurationVar(&opts.NemesisInterval, "nemesis-interval", d.NemesisInterval, "mean quiet time between faults")
-	fs.DurationVar(&opts.NemesisDuration, "nemesis-duration", 0, "mean time a fault stays active (default: the interval)")
-	fs.DurationVar(&opts.NemesisOptions.Latency, "latency", 0, "latency fault delay (default: 1.25 x TTL)")
-	fs.DurationVar(&opts.NemesisOptions.Jitter, "jitter", 0, "latency fault jitter (default: 5% of the latency)")
-	fs.BoolVar(&opts.NemesisOptions.LatencyAll, "latency-all", false, "latency fault delays every client, not one")
-	fs.StringVar(&opts.NemesisOptions.Direction, "direction", "", "network faults: up, down or both (default per fault)")
-	fs.Float64Var(&opts.NemesisOptions.LostReplyRate, "lost-reply-rate", 0, "share of the time lost-reply drops replies, in 20ms bursts (default 0.2)")
-	fs.DurationVar(&opts.NemesisOptions.Downtime, "downtime", 0, "how long crash-redis keeps a node down before restarting it")
-	fs.StringVar(&opts.NemesisOptions.PartitionClients, "partition-clients", "", "partition-minority/-majority cut one or all clients (default: seeded choice)")
-	fs.DurationVar(&opts.NemesisOptions.ClockJump, "clock-jump", 0, "how far clock-jump moves a node's clock forward (default: 2 x TTL)")
-	fs.StringVar(&opts.Target, "target", locktorture.TargetProtocol, "what faults aim at: protocol (the client that just acquired, the node holding a live lease) or random")
-	fs.StringVar(&trig, "trigger", "time", "start faults that do not aim themselves on: time, acquire (the next ok acquire) or release (the next release sent)")
-	fs.DurationVar(&opts.NemesisWarmup, "warmup", 0, "quiet time before the first time-driven fault (default: the interval)")
-	fs.Var(&expect, "expect", "gate mode: exit 0 only if the verdict is this (valid or invalid)")
-	fs.Var((*failOnFlag)(&opts.FailOn), "fail-on", failOnUsage)
-	fs.BoolVar(&quiet, "quiet", false, "no live status line")
-	fs.BoolVar(&opts.StopOnAnomaly, "stop-on-anomaly", false, "end the run at the first safety anomaly (faults are still healed, everything written)")
+	addSettings(fs, all, func(name, text string) error {
+		switch name {
+		case expectSetting.Name:
+			expect = checker.Verdict(text)
+			return nil
+		case quietSetting.Name:
+			v, err := quietSetting.Parse(text)
+			quiet, _ = v.(bool)
+			return err
+		}
+		return opts.Set(name, text)
+	})
 	if help, err := parse(fs, args, stdout); help {
 		return exitValid
 	} else if err != nil {
 		return fail(stderr, fmt.Errorf("run: %v", err))
 	}
-	opts.Seed = seed
-	opts.HoldMin, opts.HoldMax = hold.min, hold.max
-	opts.RedisRetries = retries.v
-	opts.Persistence = persistence.v
-	opts.Faults, opts.Checkers = locktorture.ParseList(faults), locktorture.ParseList(checks)
-	opts.NemesisTrigger = nemesis.Trigger(trig)
-	opts.Redis, opts.Sentinels = locktorture.ParseList(redisAddrs), locktorture.ParseList(sentinelAddrs)
-	opts.Registries = regs
 	// The flags start from the defaults, so a zero here was typed: the
 	// library judges it as given.
 	if err := opts.Validate(); err != nil {
@@ -332,8 +232,8 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 		}
 		fmt.Fprintf(stderr, "torture: "+format+"\n", args...)
 	}
-	fmt.Fprintf(stdout, "torture: %s on %s, %d clients, %d keys, ttl %v, hold %v, %v, seed %d\n",
-		opts.Lock, opts.Topology, opts.Clients, opts.Keys, opts.TTL, hold.String(), opts.Duration, seed)
+	fmt.Fprintf(stdout, "torture: %s on %s, %d clients, %d keys, ttl %v, hold %v..%v, %v, seed %d\n",
+		opts.Lock, opts.Topology, opts.Clients, opts.Keys, opts.TTL, opts.HoldMin, opts.HoldMax, opts.Duration, opts.Seed)
 	if len(opts.Faults) > 0 {
 		fmt.Fprintf(stdout, "nemesis: %s every ~%v\n", strings.Join(opts.Faults, ", "), opts.NemesisInterval)
 	}
@@ -367,7 +267,7 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 		fmt.Fprintln(stderr, "torture: run interrupted; the verdict covers what was recorded")
 		return exitUsage
 	}
-	return exitCode(res.Verdict, expect.v, stdout)
+	return exitCode(res.Verdict, expect, stdout)
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {

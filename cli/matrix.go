@@ -43,7 +43,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 		}
 		override = s
 	}
-	spec, err := matrix.Load(path)
+	spec, err := matrix.Load(path, regs)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("matrix %s: %v", path, err))
 	}
@@ -61,7 +61,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	}()
 	tty := !quiet && isTerminal(stdout)
 	var bar *progressbar.ProgressBar
-	opts := matrix.Options{Registries: regs, Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
+	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
 		Logf: func(format string, args ...any) {
 			if bar != nil {
 				_ = bar.Clear()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/locktorture/locktorture/internal/sleep"
 	"github.com/locktorture/locktorture/registry"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // ErrNotAcquired means the lock was definitely not taken: the key was held by
@@ -137,6 +138,9 @@ type Config struct {
 	NewToken func() string
 	// Hooks let the harness watch and interrupt the protocol.
 	Hooks Hooks
+	// Settings are the run's setting values, the lock's own (Entry.Settings)
+	// among them.
+	Settings settings.Values
 }
 
 // Hooks let the harness see what a lock does in the background and stop it
@@ -199,6 +203,9 @@ type Entry struct {
 	// Nodes is how many independent Redis masters it needs; 0 means 1.
 	Nodes int
 	New   Factory
+	// Settings are the knobs this lock reads beyond the run's own (from
+	// Config.Settings): each is a flag of torture run and a spec key.
+	Settings []settings.Setting
 }
 
 // About implements registry.Entry.

@@ -31,36 +31,31 @@ type Breaks struct {
 	Class checker.Class `yaml:"class" json:"class,omitempty"`
 }
 
-// kindClasses lists the anomaly kinds the checkers report and the classes
-// each may carry. It mirrors package checker's constants so that a typo in
-// a spec fails at once instead of making a cell never match.
-var kindClasses = map[checker.Kind][]checker.Class{
-	checker.KindDoubleHolder:    {checker.ClassWithinLease, checker.ClassLeaseOutlived},
-	checker.KindNonlinearizable: nil,
-	checker.KindForeignRelease:  nil,
-	checker.KindStuckLock:       nil,
-	checker.KindSpuriousFailure: nil,
-	checker.KindLostUpdate:      nil,
-	checker.KindStaleWrite:      nil,
-	checker.KindDuplicateWork:   nil,
-	checker.KindOversell:        nil,
-	checker.KindDoubleBuy:       nil,
-	checker.KindFenceRegression: nil,
-	checker.KindReentryCount:    {checker.ClassDoubleCount, checker.ClassLostCount},
+// kindsOf lists the anomaly kinds the registry's checkers report and the
+// classes each may carry, so that a typo in a spec fails at once instead of
+// making a cell never match, and a cell can expect an outside checker's kind.
+func kindsOf(r *checker.Registry) map[checker.Kind][]checker.Class {
+	out := map[checker.Kind][]checker.Class{}
+	for _, e := range r.Entries() {
+		for k, cs := range e.Kinds {
+			out[k] = append(out[k], cs...)
+		}
+	}
+	return out
 }
 
-func kindNames() string {
+func kindNames(kinds map[checker.Kind][]checker.Class) string {
 	var out []string
-	for k := range kindClasses {
+	for k := range kinds {
 		out = append(out, string(k))
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
 }
 
-func knownKind(k checker.Kind) error {
-	if _, ok := kindClasses[k]; !ok {
-		return fmt.Errorf("unknown anomaly kind %q (known: %s)", k, kindNames())
+func knownKind(kinds map[checker.Kind][]checker.Class, k checker.Kind) error {
+	if _, ok := kinds[k]; !ok {
+		return fmt.Errorf("unknown anomaly kind %q (known: %s)", k, kindNames(kinds))
 	}
 	return nil
 }
@@ -109,7 +104,7 @@ func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: expect: unknown field %q (want holds or breaks)", key.Line, key.Value)
 }
 
-func (e *Expect) validate() error {
+func (e *Expect) validate(kinds map[checker.Kind][]checker.Class) error {
 	switch {
 	case e.Breaks == nil && !e.Holds:
 		return errors.New("no expect: want holds or breaks")
@@ -117,11 +112,11 @@ func (e *Expect) validate() error {
 		if e.Breaks.Kind == "" {
 			return errors.New("expect breaks names no anomaly kind")
 		}
-		if err := knownKind(e.Breaks.Kind); err != nil {
+		if err := knownKind(kinds, e.Breaks.Kind); err != nil {
 			return fmt.Errorf("expect breaks: %w", err)
 		}
 		if c := e.Breaks.Class; c != "" {
-			classes := kindClasses[e.Breaks.Kind]
+			classes := kinds[e.Breaks.Kind]
 			for _, k := range classes {
 				if k == c {
 					return nil
@@ -131,7 +126,7 @@ func (e *Expect) validate() error {
 		}
 	default:
 		for _, k := range e.Absent {
-			if err := knownKind(k); err != nil {
+			if err := knownKind(kinds, k); err != nil {
 				return fmt.Errorf("expect holds: %w", err)
 			}
 		}

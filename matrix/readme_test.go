@@ -59,17 +59,18 @@ func ticks(s string) []string {
 
 // claims splits a table cell's backticked words into anomaly kinds,
 // classes and lock names.
-func claims(s string, lockNames map[string]bool) (kinds []checker.Kind, classes []checker.Class, lks []string) {
+func claims(s string, lockNames map[string]bool) (found []checker.Kind, classes []checker.Class, lks []string) {
+	kinds := kindsOf(checker.Builtin())
 	allClasses := map[checker.Class]bool{}
-	for _, cs := range kindClasses {
+	for _, cs := range kinds {
 		for _, c := range cs {
 			allClasses[c] = true
 		}
 	}
 	for _, w := range ticks(s) {
 		switch {
-		case knownKind(checker.Kind(w)) == nil:
-			kinds = append(kinds, checker.Kind(w))
+		case knownKind(kinds, checker.Kind(w)) == nil:
+			found = append(found, checker.Kind(w))
 		case allClasses[checker.Class(w)]:
 			classes = append(classes, checker.Class(w))
 		case lockNames[w]:
@@ -85,7 +86,7 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	spec, err := Load("faults.yaml")
+	spec, err := Load("faults.yaml", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,9 +74,9 @@ type SeedResult struct {
 	DurationMs  int64                `json:"duration_ms"`
 }
 
-func newCellResult(c *Cell, def Params) CellResult {
-	o := c.Options(def, 0, "")
-	fault := c.faultLabel(def)
+func newCellResult(c *Cell) CellResult {
+	o := c.opts
+	fault := c.faultLabel()
 	return CellResult{Name: c.Name, Lock: c.Lock, Fault: fault, Faults: append([]string{}, c.Faults...),
 		Workload: o.Workload, Topology: o.Topology, Note: c.Note, Expect: c.Expect, Expected: c.Expect.String(),
 		Seeds: []SeedResult{}}
@@ -86,8 +86,8 @@ func newCellResult(c *Cell, def Params) CellResult {
 // "overrun" or "abandon" when the workload's holds outlive the TTL or die
 // (faults of the workload, shown as columns beside the nemeses), joined by
 // "+"; "none" when nothing is done.
-func (c *Cell) faultLabel(def Params) string {
-	o := c.Options(def, 0, "")
+func (c *Cell) faultLabel() string {
+	o := c.opts
 	labels := append([]string{}, c.Faults...)
 	if o.Overrun > 0 {
 		labels = append(labels, "overrun")

@@ -30,9 +30,6 @@ type Options struct {
 	// anomaly that fulfils the cell's expectation, which is all it has to
 	// show, so a matrix spends its time on the controls.
 	FullRuns bool
-	// Registries are where the spec's names are looked up and every run
-	// draws its entries from; nil fields take the built-ins.
-	Registries locktorture.Registries
 	// Run performs one run; default locktorture.Run.
 	Run RunFunc
 	// Progress is called before every run (Seed nil) and after it, from
@@ -130,7 +127,7 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
 	done := 0
 	for i := range cells {
 		c := &cells[i]
-		res.Cells = append(res.Cells, newCellResult(c, spec.Defaults))
+		res.Cells = append(res.Cells, newCellResult(c))
 		cr := &res.Cells[len(res.Cells)-1]
 		for _, seed := range spec.SeedsFor(c, opts.Seeds) {
 			if ctx.Err() != nil {
@@ -140,7 +137,7 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
 				opts.Progress(Progress{Done: done, Total: total, CellIndex: i + 1, CellCount: len(cells),
 					Cell: cr, NextSeed: seed})
 			}
-			sr := runSeed(ctx, c, spec.Defaults, seed, opts)
+			sr := runSeed(ctx, c, seed, opts)
 			cr.Seeds = append(cr.Seeds, sr)
 			cr.summarise(res.MinRate)
 			done++
@@ -163,14 +160,13 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
 }
 
 // runSeed performs one run of cell c and judges it.
-func runSeed(ctx context.Context, c *Cell, def Params, seed int64, opts Options) SeedResult {
-	o := c.Options(def, seed, "")
+func runSeed(ctx context.Context, c *Cell, seed int64, opts Options) SeedResult {
+	o := c.Options(seed, "")
 	o.RunID = fmt.Sprintf("%s-seed%d", c.Name, seed)
 	if opts.OutDir != "" {
 		o.OutDir = filepath.Join(opts.OutDir, "runs")
 	}
 	o.Logf = opts.Logf
-	o.Registries = opts.Registries
 	if b := c.Expect.Breaks; b != nil && !opts.FullRuns {
 		o.StopWhen = b.matches
 	}

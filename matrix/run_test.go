@@ -61,7 +61,7 @@ cells:
 `
 
 func TestRunJudgesCells(t *testing.T) {
-	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRunJudgesCells(t *testing.T) {
 // TestRunStopsWhenCancelled: a cancelled matrix stops after the run in
 // progress and says it was interrupted.
 func TestRunStopsWhenCancelled(t *testing.T) {
-	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 }
 
 func TestSelectCells(t *testing.T) {
-	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestSelectCells(t *testing.T) {
 // at the first anomaly that fulfils the cell, and only at that one; a
 // control runs its whole duration, and --full-runs keeps every run going.
 func TestBreakingRunsStopAtTheirAnomaly(t *testing.T) {
-	spec, err := Parse(strings.NewReader(scriptedSpec), "s")
+	spec, err := Parse(strings.NewReader(scriptedSpec), "s", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)
 	}

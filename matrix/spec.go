@@ -14,9 +14,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/locktorture/locktorture"
 )
 
 // Spec is a matrix file: defaults shared by every cell, then the cells.
@@ -30,6 +31,10 @@ type Spec struct {
 	MinRate  *float64 `yaml:"min-rate"`
 	Defaults Params   `yaml:"defaults"`
 	Cells    []Cell   `yaml:"cells"`
+
+	// regs are the registries the spec was checked against; its runs draw
+	// on them.
+	regs locktorture.Registries
 }
 
 // Cell is one lock under a set of faults with its expected outcome. Its
@@ -45,76 +50,45 @@ type Cell struct {
 	// Note says why the cell exists (the README claim it checks).
 	Note   string `yaml:"note"`
 	Params `yaml:",inline"`
+
+	// opts are the cell's run options, resolved against the spec's
+	// registries when the spec was read.
+	opts locktorture.Options
 }
 
-// Params are the run parameters a spec can set, in the CLI's words. A nil
-// field is unset: the cell's value wins over the defaults', the defaults'
-// over locktorture's own.
-type Params struct {
-	Workload         *string   `yaml:"workload"`
-	Topology         *string   `yaml:"topology"`
-	Nodes            *int      `yaml:"nodes"`
-	Persistence      *string   `yaml:"persistence"`
-	Clients          *int      `yaml:"clients"`
-	Keys             *int      `yaml:"keys"`
-	Duration         *Duration `yaml:"duration"`
-	TTL              *Duration `yaml:"ttl"`
-	Hold             *Range    `yaml:"hold"`
-	Think            *Duration `yaml:"think"`
-	Wait             *Duration `yaml:"wait"`
-	RetryDelay       *Duration `yaml:"retry-delay"`
-	Overrun          *float64  `yaml:"overrun"`
-	Abandon          *float64  `yaml:"abandon"`
-	RedisRetries     *int      `yaml:"redis-retries"`
-	RedisTimeout     *Duration `yaml:"redis-timeout"`
-	NemesisInterval  *Duration `yaml:"nemesis-interval"`
-	NemesisDuration  *Duration `yaml:"nemesis-duration"`
-	Latency          *Duration `yaml:"latency"`
-	Jitter           *Duration `yaml:"jitter"`
-	LatencyAll       *bool     `yaml:"latency-all"`
-	Direction        *string   `yaml:"direction"`
-	LostReplyRate    *float64  `yaml:"lost-reply-rate"`
-	Downtime         *Duration `yaml:"downtime"`
-	PartitionClients *string   `yaml:"partition-clients"`
-	ClockJump        *Duration `yaml:"clock-jump"`
-	Target           *string   `yaml:"target"`
-	Trigger          *string   `yaml:"trigger"`
-	Warmup           *Duration `yaml:"warmup"`
-	CheckTimeout     *Duration `yaml:"check-timeout"`
+// Params are the run settings a spec sets, by their flag names (clients,
+// ttl, hold, latency, ...): every setting of the registries in use that a
+// spec may set (locktorture.SpecKey), the entries' own among them. A cell's
+// value wins over the defaults', the defaults' over locktorture's own.
+type Params map[string]Param
+
+// Param is one setting's value as written: a scalar, or a list of scalars
+// (checkers: [a, b]) read as their comma-separated text, and the line it
+// is on, for errors.
+type Param struct {
+	Text string
+	Line int
 }
 
-// Duration is a time.Duration written as "300ms" in a spec.
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration, refusing negative ones.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: %q is not a duration (like 300ms or 2s)", n.Line, n.Value)
+// UnmarshalYAML takes a scalar or a sequence of scalars.
+func (p *Param) UnmarshalYAML(n *yaml.Node) error {
+	p.Line = n.Line
+	switch n.Kind {
+	case yaml.ScalarNode:
+		p.Text = n.Value
+		return nil
+	case yaml.SequenceNode:
+		var parts []string
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: want a list of plain values", c.Line)
+			}
+			parts = append(parts, c.Value)
+		}
+		p.Text = strings.Join(parts, ",")
+		return nil
 	}
-	if v < 0 {
-		return fmt.Errorf("line %d: duration %s is negative", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Range is a MIN..MAX duration range ("10ms..50ms", or one duration).
-type Range struct{ Min, Max time.Duration }
-
-// UnmarshalYAML parses MIN..MAX.
-func (r *Range) UnmarshalYAML(n *yaml.Node) error {
-	lo, hi, found := strings.Cut(n.Value, "..")
-	if !found {
-		hi = lo
-	}
-	a, err1 := time.ParseDuration(lo)
-	b, err2 := time.ParseDuration(hi)
-	if n.Kind != yaml.ScalarNode || err1 != nil || err2 != nil || a < 0 || b < a {
-		return fmt.Errorf("line %d: %q is not a range MIN..MAX of durations with 0 <= MIN <= MAX", n.Line, n.Value)
-	}
-	*r = Range{a, b}
-	return nil
+	return fmt.Errorf("line %d: want a value or a list of values", n.Line)
 }
 
 // Seeds is a list of seeds, written "1..20", "3" or [1, 5, 9].
@@ -164,14 +138,14 @@ func ParseSeeds(text string) (Seeds, error) {
 	return out, nil
 }
 
-// Load reads and validates a spec file.
-func Load(path string) (*Spec, error) {
+// Load reads a spec file and checks it against regs (zero: the built-ins).
+func Load(path string, regs locktorture.Registries) (*Spec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
 	name := strings.TrimSuffix(strings.TrimSuffix(baseName(path), ".yaml"), ".yml")
-	return Parse(bytes.NewReader(b), name)
+	return Parse(bytes.NewReader(b), name, regs)
 }
 
 func baseName(p string) string {
@@ -181,10 +155,11 @@ func baseName(p string) string {
 	return p
 }
 
-// Parse decodes a spec strictly (an unknown field is an error) and
-// validates every cell, so that a mistake shows before the first run
+// Parse decodes a spec strictly and checks every cell against regs (zero:
+// the built-ins): its lock, faults, settings and expected anomaly kind must
+// be ones the registries have, so that a mistake shows before the first run
 // rather than an hour into the matrix. name is the default Spec.Name.
-func Parse(r io.Reader, name string) (*Spec, error) {
+func Parse(r io.Reader, name string, regs locktorture.Registries) (*Spec, error) {
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
 	var s Spec
@@ -197,6 +172,8 @@ func Parse(r io.Reader, name string) (*Spec, error) {
 	if s.Name == "" {
 		s.Name = name
 	}
+	regs.Fill()
+	s.regs = regs
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -217,11 +194,34 @@ func (s *Spec) validate() error {
 	if s.MinRate != nil && (*s.MinRate <= 0 || *s.MinRate > 1) {
 		return fmt.Errorf("min-rate %v: want a share in (0, 1]", *s.MinRate)
 	}
+	all, err := s.regs.Settings()
+	if err != nil {
+		return err
+	}
+	if err := checkParams(all, s.Defaults); err != nil {
+		return fmt.Errorf("defaults: %w", err)
+	}
+	if _, err := (&Cell{}).options(s.Defaults, s.regs); err != nil {
+		return fmt.Errorf("defaults: %s", oneLine(err.Error()))
+	}
+	kinds := kindsOf(s.regs.Checkers)
 	seen := map[string]int{}
 	for i := range s.Cells {
 		c := &s.Cells[i]
+		early := fmt.Sprintf("cell %d", i+1)
+		if c.Name != "" {
+			early += " (" + c.Name + ")"
+		}
+		if err := checkParams(all, c.Params); err != nil {
+			return fmt.Errorf("%s: %w", early, err)
+		}
+		o, err := c.options(s.Defaults, s.regs)
+		if err != nil {
+			return fmt.Errorf("%s: %s", early, oneLine(err.Error()))
+		}
+		c.opts = o
 		if c.Name == "" {
-			c.Name = c.Lock + "-" + strings.ReplaceAll(c.faultLabel(s.Defaults), "+", "_")
+			c.Name = c.Lock + "-" + strings.ReplaceAll(c.faultLabel(), "+", "_")
 		}
 		label := fmt.Sprintf("cell %d (%s)", i+1, c.Name)
 		if !cellNamePattern.MatchString(c.Name) {
@@ -234,10 +234,10 @@ func (s *Spec) validate() error {
 		if c.Lock == "" {
 			return fmt.Errorf("%s: no lock", label)
 		}
-		if err := c.Expect.validate(); err != nil {
+		if err := c.Expect.validate(kinds); err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
-		if err := c.Options(s.Defaults, 0, "").WithDefaults().Validate(); err != nil {
+		if err := c.opts.WithDefaults().Validate(); err != nil {
 			return fmt.Errorf("%s: %s", label, oneLine(err.Error()))
 		}
 	}

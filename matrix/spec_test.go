@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"github.com/locktorture/locktorture"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ cells:
 `
 
 func TestParseGood(t *testing.T) {
-	s, err := Parse(strings.NewReader(goodSpec), "file")
+	s, err := Parse(strings.NewReader(goodSpec), "file", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func TestParseGood(t *testing.T) {
 			t.Errorf("cell %d named %q, want %q", i, s.Cells[i].Name, want)
 		}
 	}
-	o := s.Cells[1].Options(s.Defaults, 7, "out")
+	o := s.Cells[1].Options(7, "out")
 	if o.TTL != 500*time.Millisecond || o.Clients != 3 || o.HoldMax != 20*time.Millisecond ||
 		strings.Join(o.Faults, ",") != "pause-client,latency" || o.Seed != 7 || o.Duration != 2*time.Second {
 		t.Errorf("cell overrides and defaults merged wrong: %+v", o)
 	}
-	if o := s.Cells[0].Options(s.Defaults, 1, ""); o.Overrun != 0.3 || o.TTL != 200*time.Millisecond {
+	if o := s.Cells[0].Options(1, ""); o.Overrun != 0.3 || o.TTL != 200*time.Millisecond {
 		t.Errorf("cell 1: overrun %v ttl %v", o.Overrun, o.TTL)
 	}
 	if got := s.SeedsFor(&s.Cells[0], nil); len(got) != 3 || got[0] != 2 {
@@ -86,8 +87,11 @@ func TestParseBad(t *testing.T) {
 		{"empty", "", "spec is empty"},
 		{"no cells", "name: x\n", "no cells"},
 		{"unknown top field", "colour: red\ncells: []\n", "field colour not found"},
-		{"unknown cell field", cell("    lock: token\n    expect: holds\n    colour: red\n"), "field colour not found"},
-		{"unknown default field", "defaults: {tll: 1s}\ncells: []\n", "field tll not found"},
+		{"unknown cell field", cell("    lock: token\n    expect: holds\n    colour: red\n"), `cell 1 (c1): line 6: unknown setting "colour"`},
+		{"unknown default field", "defaults: {tll: 1s}\ncells: [{lock: token, expect: holds}]\n", `defaults: line 1: unknown setting "tll"`},
+		{"near miss", cell("    lock: token\n    expect: holds\n    nemesis-intervall: 1s\n"), "did you mean nemesis, nemesis-duration, nemesis-interval"},
+		{"command-line setting", cell("    lock: token\n    expect: holds\n    seed: 4\n"), `setting "seed" belongs on the command line`},
+		{"bad default value", "defaults: {clients: many}\ncells: [{lock: token, expect: holds}]\n", `defaults: line 1: clients: want an integer, got "many"`},
 		{"unknown lock", cell("    lock: nope\n    expect: holds\n"), `cell 1 (c1): unknown lock "nope"`},
 		{"unknown fault", cell("    lock: token\n    faults: [meteor]\n    expect: holds\n"), `cell 1 (c1): unknown fault "meteor"`},
 		{"unknown workload", cell("    lock: token\n    workload: chess\n    expect: holds\n"), `cell 1 (c1): unknown workload "chess"`},
@@ -101,9 +105,9 @@ func TestParseBad(t *testing.T) {
 		{"unknown breaks field", cell("    lock: token\n    expect: {breaks: {kind: double-holder, often: yes}}\n"), `unknown field "often"`},
 		{"bad expect word", cell("    lock: token\n    expect: breaks\n"), `expect "breaks"`},
 		{"unknown holds kind", cell("    lock: token\n    expect: {holds: [meltdown]}\n"), `unknown anomaly kind "meltdown"`},
-		{"bad duration", cell("    lock: token\n    ttl: soon\n    expect: holds\n"), `"soon" is not a duration`},
+		{"bad duration", cell("    lock: token\n    ttl: soon\n    expect: holds\n"), `line 5: ttl: want a duration like 300ms or 2s, got "soon"`},
 		{"negative duration", cell("    lock: token\n    duration: -1s\n    expect: holds\n"), "negative"},
-		{"bad hold", cell("    lock: token\n    hold: 50ms..10ms\n    expect: holds\n"), "is not a range"},
+		{"bad hold", cell("    lock: token\n    hold: 50ms..10ms\n    expect: holds\n"), "--hold 50ms..10ms: want 0 <= MIN <= MAX"},
 		{"bad overrun", cell("    lock: token\n    overrun: 2\n    expect: holds\n"), "cell 1 (c1): --overrun 2"},
 		{"bad seeds", "seeds: 5..1\ncells: []\n", `seeds "5..1"`},
 		{"bad min-rate", "min-rate: 0\ncells: [{lock: token, expect: holds}]\n", "min-rate 0"},
@@ -113,7 +117,7 @@ func TestParseBad(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(tc.spec), "t")
+			_, err := Parse(strings.NewReader(tc.spec), "t", locktorture.Registries{})
 			if err == nil {
 				t.Fatalf("no error for:\n%s", tc.spec)
 			}

@@ -113,7 +113,7 @@ type clockJump struct {
 	prepared bool
 }
 
-func newClockJump(o Options) Fault { return &clockJump{jump: o.ClockJump} }
+func newClockJump(o Options) Fault { return &clockJump{jump: o.Duration("clock-jump")} }
 
 func (f *clockJump) Name() string { return "clock-jump" }
 
@@ -198,8 +198,8 @@ type clockJumpPartition struct {
 }
 
 func newClockJumpPartition(o Options) Fault {
-	return &clockJumpPartition{clock: &clockJump{jump: o.ClockJump},
-		cut: &toxicFault{name: "clock-jump-partition", toxic: "timeout", direction: orDefault(o.Direction, "both"),
+	return &clockJumpPartition{clock: &clockJump{jump: o.Duration("clock-jump")},
+		cut: &toxicFault{name: "clock-jump-partition", toxic: "timeout", direction: orDefault(o.String("direction"), "both"),
 			toxicity: 1, attrs: dropAll}}
 }
 

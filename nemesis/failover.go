@@ -303,7 +303,7 @@ type replicationDelay struct{ toxicFault }
 func newReplicationDelay(o Options) Fault {
 	f := &replicationDelay{toxicFault{name: "replication-delay", toxic: "latency", direction: "down", toxicity: 1,
 		attrs: func(t *Target) toxiclient.Attributes {
-			lat, jit := o.Latency, o.Jitter
+			lat, jit := o.Duration("latency"), o.Duration("jitter")
 			if lat == 0 {
 				lat = t.TTL
 			}

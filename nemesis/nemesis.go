@@ -17,6 +17,7 @@ import (
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/internal/sleep"
 	"github.com/locktorture/locktorture/registry"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // Fault is one kind of failure. A fault is built fresh for each run (its
@@ -107,40 +108,38 @@ type Target struct {
 func ClientName(i int) string { return fmt.Sprintf("c%d", i) }
 
 // Options tune the faults; zero values take defaults derived from the TTL.
-type Options struct {
-	// Latency and Jitter of the latency fault (default: 1.25 x TTL, 5%:
-	// an acquire reply that arrives after the key expired, but before the
-	// next holder is done with it).
-	Latency, Jitter time.Duration
-	// LatencyAll delays every client's path to the node instead of one
-	// client's: everyone slow together rarely overlaps, one slow client
-	// among fast ones does.
-	LatencyAll bool
-	// Direction of latency, partition and lost-reply: "up" (client to
-	// Redis), "down" (Redis to client, the replies) or "both". Default:
-	// down for latency and lost-reply, both for partition.
-	Direction string
-	// LostReplyRate is the share of the time replies are dropped while
-	// lost-reply is active (in bursts of 20ms); default 0.2.
-	LostReplyRate float64
-	// Persistence a crashed Redis restarts with.
-	Persistence cluster.Persistence
-	// Downtime is how long a crashed Redis stays down before its restart.
-	Downtime time.Duration
-	// PartitionClients is whom partition-minority and partition-majority
-	// cut off: "one" client, "all" clients, or "" for a seeded choice.
-	PartitionClients string
-	// ClockJump is how far clock-jump moves a node's clock forward each
-	// time (default: 2 x TTL, so every key on the node expires at once).
-	ClockJump time.Duration
-}
+type Options = settings.Values
+
+// The settings the built-in faults read, each declared by the faults that
+// read it (Entry.Settings), so it becomes a flag and a spec key.
+var (
+	setLatency = settings.Setting{Name: "latency", Kind: settings.Duration, Default: "1.25 x TTL",
+		Help: "latency fault delay: an acquire reply that arrives after the key expired, but before the next holder is done with it"}
+	setJitter     = settings.Setting{Name: "jitter", Kind: settings.Duration, Default: "5% of the latency", Help: "latency fault jitter"}
+	setLatencyAll = settings.Setting{Name: "latency-all", Kind: settings.Bool, Default: "false",
+		Help: "latency fault delays every client, not one (everyone slow together rarely overlaps, one slow client among fast ones does)"}
+	setDirection = settings.Setting{Name: "direction", Kind: settings.String, Choices: []string{"up", "down", "both"}, Default: "per fault",
+		Help: "network faults: up (client to Redis), down (the replies) or both"}
+	setLostReplyRate = settings.Setting{Name: "lost-reply-rate", Kind: settings.Float, Default: "0.2",
+		Help: "share of the time lost-reply drops replies, in 20ms bursts"}
+	setDowntime = settings.Setting{Name: "downtime", Kind: settings.Duration, Default: "0s",
+		Help: "how long crash-redis keeps a node down before restarting it"}
+	setPartitionClients = settings.Setting{Name: "partition-clients", Kind: settings.String, Choices: []string{"one", "all"}, Default: "seeded choice",
+		Help: "partition-minority/-majority cut one or all clients"}
+	setClockJump = settings.Setting{Name: "clock-jump", Kind: settings.Duration, Default: "2 x TTL",
+		Help: "how far clock-jump moves a node's clock forward (every key on the node expires at once)"}
+)
 
 // Entry is one fault of the registry.
 type Entry struct {
 	Name    string
 	Summary string
-	// New builds the fault for one run from the fault options.
+	// New builds the fault for one run from the values of the run's
+	// settings, its own among them.
 	New func(Options) Fault
+	// Settings are the knobs this fault reads beyond the run's own: each
+	// is a flag of torture run and a key of a matrix spec.
+	Settings []settings.Setting
 }
 
 // About implements registry.Entry.
@@ -164,27 +163,33 @@ func NewRegistry() *Registry { return registry.New[Entry]("fault") }
 // add their own with Register, the same call the built-ins go through.
 func Builtin() *Registry {
 	return registry.Of("fault",
-		Entry{"latency", "toxiproxy latency (with jitter) on one client's (or every client's) path to one node, per direction", newLatency},
-		Entry{"partition", "cut one client from one node: its packets are dropped, one way or both", newPartition},
-		Entry{"lost-reply", "the command runs on Redis, its reply never reaches the client (short bursts; go-redis retries replay it)", newLostReply},
-		Entry{"pause-redis", "SIGSTOP a redis-server, SIGCONT at heal", newPauseRedis},
-		Entry{"crash-redis", "SIGKILL a redis-server and restart it on the same port (persistence as chosen)", newCrashRedis},
-		Entry{"pause-client", "stop-the-world pause of one client: its loop, watchdog and connections stop", newPauseClient},
-		Entry{"crash-client", "one client dies at a random point of the lock protocol and never releases", newCrashClient},
-		Entry{"failover", "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica", newFailover},
-		Entry{"failover-lossy", "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks", newFailoverLossy},
-		Entry{"failover-behind", "cut replication to one replica, make the other unpromotable, SENTINEL FAILOVER once a lock is on the master and that replica only: the one without it wins", newFailoverBehind},
-		Entry{"replication-delay", "delay the replication stream from the master to every replica (default: the TTL)", newReplicationDelay},
-		Entry{"restart-empty", "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged", newRestartEmpty},
-		Entry{"restart-delayed", "redlock control: SIGKILL a master, restart it empty only after the TTL has passed", newRestartDelayed},
-		Entry{"restart-fsync", "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once", newRestartFsync},
-		Entry{"partition-minority", "redlock: cut one client (or all) from a minority of the masters", newPartitionMinority},
-		Entry{"partition-majority", "redlock: cut one client (or all) from a majority of the masters", newPartitionMajority},
-		Entry{"clock-jump", "a node runs under libfaketime; its wall clock jumps forward by more than the TTL", newClockJump},
-		Entry{"clock-jump-partition", "redlock: cut one client from a minority, and jump the clock of a master it still reaches", newClockJumpPartition},
-		Entry{"sentinel-failover", "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients", newSentinelFailover},
-		Entry{"cluster-failover-lossy", "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER FORCE its replica", newClusterFailoverLossy},
-		Entry{"slot-migration", "Redis Cluster: migrate the slot of a live lock to another master (IMPORTING/MIGRATING, MIGRATE, ASK redirects; SETSLOT NODE at heal)", newSlotMigration},
+		Entry{"latency", "toxiproxy latency (with jitter) on one client's (or every client's) path to one node, per direction", newLatency,
+			[]settings.Setting{setLatency, setJitter, setLatencyAll, setDirection}},
+		Entry{"partition", "cut one client from one node: its packets are dropped, one way or both", newPartition, []settings.Setting{setDirection}},
+		Entry{"lost-reply", "the command runs on Redis, its reply never reaches the client (short bursts; go-redis retries replay it)", newLostReply,
+			[]settings.Setting{setDirection, setLostReplyRate}},
+		Entry{"pause-redis", "SIGSTOP a redis-server, SIGCONT at heal", newPauseRedis, nil},
+		Entry{"crash-redis", "SIGKILL a redis-server and restart it on the same port (persistence as chosen)", newCrashRedis, []settings.Setting{setDowntime}},
+		Entry{"pause-client", "stop-the-world pause of one client: its loop, watchdog and connections stop", newPauseClient, nil},
+		Entry{"crash-client", "one client dies at a random point of the lock protocol and never releases", newCrashClient, nil},
+		Entry{"failover", "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica", newFailover, nil},
+		Entry{"failover-lossy", "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks", newFailoverLossy, nil},
+		Entry{"failover-behind", "cut replication to one replica, make the other unpromotable, SENTINEL FAILOVER once a lock is on the master and that replica only: the one without it wins", newFailoverBehind, nil},
+		Entry{"replication-delay", "delay the replication stream from the master to every replica (default: the TTL)", newReplicationDelay,
+			[]settings.Setting{setLatency, setJitter}},
+		Entry{"restart-empty", "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged", newRestartEmpty, nil},
+		Entry{"restart-delayed", "redlock control: SIGKILL a master, restart it empty only after the TTL has passed", newRestartDelayed, nil},
+		Entry{"restart-fsync", "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once", newRestartFsync, nil},
+		Entry{"partition-minority", "redlock: cut one client (or all) from a minority of the masters", newPartitionMinority,
+			[]settings.Setting{setDirection, setPartitionClients}},
+		Entry{"partition-majority", "redlock: cut one client (or all) from a majority of the masters", newPartitionMajority,
+			[]settings.Setting{setDirection, setPartitionClients}},
+		Entry{"clock-jump", "a node runs under libfaketime; its wall clock jumps forward by more than the TTL", newClockJump, []settings.Setting{setClockJump}},
+		Entry{"clock-jump-partition", "redlock: cut one client from a minority, and jump the clock of a master it still reaches", newClockJumpPartition,
+			[]settings.Setting{setClockJump, setDirection}},
+		Entry{"sentinel-failover", "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients", newSentinelFailover, nil},
+		Entry{"cluster-failover-lossy", "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER FORCE its replica", newClusterFailoverLossy, nil},
+		Entry{"slot-migration", "Redis Cluster: migrate the slot of a live lock to another master (IMPORTING/MIGRATING, MIGRATE, ASK redirects; SETSLOT NODE at heal)", newSlotMigration, nil},
 	)
 }
 

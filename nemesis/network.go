@@ -189,13 +189,13 @@ func (f latency) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Mark
 
 func newLatency(o Options) Fault {
 	pick := oneClientToOneNode
-	if o.LatencyAll {
+	if o.Bool("latency-all") {
 		pick = everyClientToOneNode
 	}
-	return latency{&toxicFault{name: "latency", all: o.LatencyAll, toxic: "latency", direction: orDefault(o.Direction, "down"), toxicity: 1,
+	return latency{&toxicFault{name: "latency", all: o.Bool("latency-all"), toxic: "latency", direction: orDefault(o.String("direction"), "down"), toxicity: 1,
 		pick: pick,
 		attrs: func(t *Target) toxiclient.Attributes {
-			lat, jit := o.Latency, o.Jitter
+			lat, jit := o.Duration("latency"), o.Duration("jitter")
 			if lat == 0 {
 				lat = t.TTL * 5 / 4
 			}
@@ -228,7 +228,7 @@ func oneClientToOneNode(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {
 type partition struct{ *toxicFault }
 
 func newPartition(o Options) Fault {
-	return partition{&toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
+	return partition{&toxicFault{name: "partition", toxic: "timeout", direction: orDefault(o.String("direction"), "both"), toxicity: 1,
 		attrs: dropAll, pick: oneClientToOneNode}}
 }
 
@@ -264,13 +264,13 @@ type lostReply struct {
 }
 
 func newLostReply(o Options) Fault {
-	rate := o.LostReplyRate
+	rate := o.Float("lost-reply-rate")
 	if rate <= 0 || rate > 1 {
 		rate = 0.2
 	}
 	burst := 20 * time.Millisecond
 	return &lostReply{
-		toxicFault: toxicFault{name: "lost-reply", toxic: "timeout", direction: orDefault(o.Direction, "down"),
+		toxicFault: toxicFault{name: "lost-reply", toxic: "timeout", direction: orDefault(o.String("direction"), "down"),
 			toxicity: 1, pick: everyClientToOneNode,
 			attrs: dropAll},
 		burst: burst,

@@ -100,7 +100,7 @@ type crashRedis struct {
 }
 
 func newCrashRedis(o Options) Fault {
-	return &crashRedis{persistence: o.Persistence, downtime: o.Downtime}
+	return &crashRedis{persistence: cluster.Persistence(o.String("persistence")), downtime: o.Duration("downtime")}
 }
 
 func (f *crashRedis) Name() string              { return "crash-redis" }

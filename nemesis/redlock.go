@@ -285,8 +285,8 @@ func newPartitionMinority(o Options) Fault { return newQuorumPartition("partitio
 func newPartitionMajority(o Options) Fault { return newQuorumPartition("partition-majority", true, o) }
 
 func newQuorumPartition(name string, majority bool, o Options) Fault {
-	f := &quorumPartition{scope: o.PartitionClients}
-	f.toxicFault = &toxicFault{name: name, toxic: "timeout", direction: orDefault(o.Direction, "both"), toxicity: 1,
+	f := &quorumPartition{scope: o.String("partition-clients")}
+	f.toxicFault = &toxicFault{name: name, toxic: "timeout", direction: orDefault(o.String("direction"), "both"), toxicity: 1,
 		attrs: dropAll,
 	}
 	f.choose = func(t *Target, rng *rand.Rand) ([]*cluster.Path, string) {

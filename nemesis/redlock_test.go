@@ -172,7 +172,7 @@ func TestQuorumPartition(t *testing.T) {
 		{"partition-majority", "one", 3},
 		{"partition-majority", "all", 3 * clients},
 	} {
-		fs, err := newFaults(tc.name, Options{PartitionClients: tc.scope})
+		fs, err := newFaults(tc.name, Options{"partition-clients": tc.scope})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestQuorumPartition(t *testing.T) {
 			}
 		}
 	}
-	bad, _ := newFaults("partition-minority", Options{PartitionClients: "some"})
+	bad, _ := newFaults("partition-minority", Options{"partition-clients": "some"})
 	if err := bad[0].Available(target); err == nil {
 		t.Error("partition clients \"some\" accepted")
 	}

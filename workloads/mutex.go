@@ -9,6 +9,7 @@ import (
 
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // Counter is the guarded resource of the mutex workload: one integer per lock
@@ -59,6 +60,9 @@ type MutexOptions struct {
 	// resource's own), so that a run on a user's Redis touches only keys
 	// it can find and delete afterwards.
 	KeyPrefix string
+	// Settings are the run's setting values, the workload's own
+	// (Entry.Settings) among them.
+	Settings settings.Values
 }
 
 // Key names the i-th lock key of the run: KeyPrefix + Key(i).

@@ -3,6 +3,7 @@ package workloads
 import (
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/registry"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // Entry is one workload of the registry: how its clients behave, and which
@@ -20,6 +21,9 @@ type Entry struct {
 	// Ops lists the operation names the workload records beyond the lock's
 	// own, so a strict reader of its histories knows them.
 	Ops []history.Op
+	// Settings are the knobs this workload reads beyond the run's own
+	// (from MutexOptions.Settings): each is a flag and a spec key.
+	Settings []settings.Setting
 }
 
 // About implements registry.Entry.

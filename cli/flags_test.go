@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture"
+)
+
+const (
+	tableBegin = "<!-- flags:begin -->\n"
+	tableEnd   = "<!-- flags:end -->"
+)
+
+// TestFlagTableInReadme: the README's flag table is the one the
+// declarations make.
+func TestFlagTableInReadme(t *testing.T) {
+	want, err := FlagTable(locktorture.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i, j := strings.Index(readme, tableBegin), strings.Index(readme, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README has no %q ... %q section", tableBegin, tableEnd)
+	}
+	got := readme[i+len(tableBegin) : j]
+	if got == want {
+		return
+	}
+	if os.Getenv("UPDATE_README") != "" {
+		readme = readme[:i+len(tableBegin)] + want + readme[j:]
+		if err := os.WriteFile("../README.md", []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README flag table differs from the declarations (UPDATE_README=1 go test ./cli -run FlagTable rewrites it); want:\n%s", want)
+}
+
+var helpFlag = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+
+// TestRunFlagsAreTheDeclarations: torture run -h lists exactly the declared
+// settings, the registries' entries' own included.
+func TestRunFlagsAreTheDeclarations(t *testing.T) {
+	regs := locktorture.Builtin()
+	var out, errb bytes.Buffer
+	if code := Run([]string{"run", "-h"}, &out, &errb, regs); code != exitValid {
+		t.Fatalf("run -h: exit %d: %s", code, errb.String())
+	}
+	var flags []string
+	for _, m := range helpFlag.FindAllStringSubmatch(out.String(), -1) {
+		flags = append(flags, m[1])
+	}
+	all, err := runSettings(regs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := all.Names()
+	sort.Strings(flags)
+	if strings.Join(flags, " ") != strings.Join(want, " ") {
+		t.Errorf("flags of run -h:\n  %v\ndeclared settings:\n  %v", flags, want)
+	}
+	for _, name := range []string{"latency", "direction", "partition-clients", "clock-jump"} {
+		if _, ok := all.Lookup(name); !ok {
+			t.Errorf("the faults' own setting %q is not a flag", name)
+		}
+	}
+}
