@@ -17,9 +17,12 @@ import (
 
 // env is what a run stands on: the proxies and the Redis topology.
 type env struct {
-	net  *cluster.Network
-	topo cluster.Topology
-	be   cluster.Backend // nil: local processes, owned by the topology
+	// faults are built before the servers start: some start them their own
+	// way (nemesis.Preparer: under libfaketime, with AOF always).
+	faults []nemesis.Fault
+	net    *cluster.Network
+	topo   cluster.Topology
+	be     cluster.Backend // nil: local processes, owned by the topology
 	// direct: the clients dial Redis themselves, not through their
 	// proxies (see startEnv).
 	direct bool
@@ -27,7 +30,10 @@ type env struct {
 	once   sync.Once
 }
 
-func startEnv(ctx context.Context, opts Options, pl plan, faults []nemesis.Fault) (*env, error) {
+// startEnv is stage 1: the faults, the backend, the network of fault proxies
+// and the Redis topology, with every client's path to every node.
+func startEnv(ctx context.Context, opts Options, pl plan) (*env, error) {
+	faults := nemesis.Build(pl.faults, opts.values())
 	local := cluster.Options{RedisServer: opts.RedisServer, Persistence: opts.Persistence}
 	if err := nemesis.Prepare(faults, &local); err != nil {
 		return nil, err
@@ -59,7 +65,7 @@ func startEnv(ctx context.Context, opts Options, pl plan, faults []nemesis.Fault
 	// dial Redis directly, unless the user runs a Toxiproxy of their own
 	// (--toxiproxy) to add toxics to those paths by hand.
 	direct := len(faults) == 0 && opts.Toxiproxy == ""
-	e := &env{net: netw, topo: topo, be: be, direct: direct, logf: opts.Logf}
+	e := &env{faults: faults, net: netw, topo: topo, be: be, direct: direct, logf: opts.Logf}
 	if err := checkBackend(be, opts.Topology); err != nil {
 		e.close()
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/summary"
 	"github.com/locktorture/locktorture/workloads"
 )
 
@@ -192,13 +193,13 @@ func (l *myLock) Release(ctx context.Context, lease *locks.Lease) (bool, error) 
 	return n > 0, err
 }
 
-func readSummary(t *testing.T, dir string) locktorture.Summary {
+func readSummary(t *testing.T, dir string) summary.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s locktorture.Summary
+	var s summary.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("summary.json: %v", err)
 	}

@@ -160,3 +160,27 @@ func (l *liveCheck) finish(ctx context.Context, run *history.RunInfo) (*checker.
 	checker.MarkAfterSwitch(&history.History{Run: run, Events: l.stream.Infos()}, &rep, 0)
 	return &rep, nil
 }
+
+// check is stage 4: the live check judges the rest of the history, and the
+// verdict is gated as the options say. A run that recorded no operation is
+// an error, never a verdict: it is no evidence.
+func (r *run) check(ctx context.Context) error {
+	live := r.clients.live
+	report, err := live.finish(context.WithoutCancel(ctx), r.info)
+	if err != nil {
+		return err
+	}
+	if live.operations() == 0 {
+		// A run whose clients never got an operation recorded (no
+		// connection, interrupted at once) says nothing.
+		return fmt.Errorf("the run recorded no operation in %v (%w); see the harness messages",
+			r.res.Stats.Duration.Round(time.Millisecond), history.ErrNoOperations)
+	}
+	for _, e := range live.stream.Infos() {
+		if e.Op == history.MasterSwitch {
+			r.res.Stats.MasterSwitches++
+		}
+	}
+	r.res.Report, r.res.Verdict = report, report.Gate(r.opts.FailOn)
+	return nil
+}

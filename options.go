@@ -228,57 +228,62 @@ func (o Options) WithDefaults() Options {
 // that Run would replace with defaults are errors here, so a caller (the
 // CLI) that starts from DefaultOptions catches an explicit --clients 0.
 func (o Options) Validate() error {
+	_, err := o.validate()
+	return err
+}
+
+// validate is Validate, returning what the options name, looked up once.
+func (o Options) validate() (plan, error) {
 	o.Registries.Fill()
 	switch {
 	case o.Clients < 1 || o.Clients > 10000:
-		return usage("--clients %d: want 1..10000", o.Clients)
+		return plan{}, usage("--clients %d: want 1..10000", o.Clients)
 	case o.Keys < 1 || o.Keys > 100000:
-		return usage("--keys %d: want 1..100000", o.Keys)
+		return plan{}, usage("--keys %d: want 1..100000", o.Keys)
 	case o.Duration <= 0:
-		return usage("--duration %v: want a positive duration", o.Duration)
+		return plan{}, usage("--duration %v: want a positive duration", o.Duration)
 	case o.TTL < time.Millisecond:
-		return usage("--ttl %v: must be at least 1ms", o.TTL)
+		return plan{}, usage("--ttl %v: must be at least 1ms", o.TTL)
 	case o.HoldMin < 0 || o.HoldMax < o.HoldMin:
-		return usage("--hold %v..%v: want 0 <= MIN <= MAX", o.HoldMin, o.HoldMax)
+		return plan{}, usage("--hold %v..%v: want 0 <= MIN <= MAX", o.HoldMin, o.HoldMax)
 	case o.Overrun < 0 || o.Overrun > 1:
-		return usage("--overrun %v: want a probability in [0,1]", o.Overrun)
+		return plan{}, usage("--overrun %v: want a probability in [0,1]", o.Overrun)
 	case o.Abandon < 0 || o.Abandon > 1:
-		return usage("--abandon %v: want a probability in [0,1]", o.Abandon)
+		return plan{}, usage("--abandon %v: want a probability in [0,1]", o.Abandon)
 	case o.Wait < 0 || o.RetryDelay < 0 || o.Think < 0:
-		return usage("--wait, --retry-delay and --think must not be negative")
+		return plan{}, usage("--wait, --retry-delay and --think must not be negative")
 	case o.NemesisInterval <= 0 || o.NemesisDuration < 0:
-		return usage("--nemesis-interval must be positive and --nemesis-duration not negative")
+		return plan{}, usage("--nemesis-interval must be positive and --nemesis-duration not negative")
 	case o.Nodes < 0 || o.Nodes > 15:
-		return usage("--nodes %d: want 1..15", o.Nodes)
+		return plan{}, usage("--nodes %d: want 1..15", o.Nodes)
 	case o.CheckTimeout <= 0:
-		return usage("--check-timeout %v: want a positive duration", o.CheckTimeout)
+		return plan{}, usage("--check-timeout %v: want a positive duration", o.CheckTimeout)
 	case o.RedisTimeout < 0:
-		return usage("--redis-timeout %v: must not be negative", o.RedisTimeout)
+		return plan{}, usage("--redis-timeout %v: must not be negative", o.RedisTimeout)
 	case o.RedisRetries != nil && *o.RedisRetries < -1:
-		return usage("--redis-retries %d: want -1 or more", *o.RedisRetries)
+		return plan{}, usage("--redis-retries %d: want -1 or more", *o.RedisRetries)
 	case o.FailOn != "" && o.FailOn != checker.FailOnAll && o.FailOn != checker.FailOnSafety:
-		return usage("fail-on %q: want all or safety", o.FailOn)
+		return plan{}, usage("fail-on %q: want all or safety", o.FailOn)
 	case o.Target != "" && o.Target != TargetProtocol && o.Target != TargetRandom:
-		return usage("--target %q: want protocol or random", o.Target)
+		return plan{}, usage("--target %q: want protocol or random", o.Target)
 	case o.NemesisWarmup < 0:
-		return usage("--warmup %v: must not be negative", o.NemesisWarmup)
+		return plan{}, usage("--warmup %v: must not be negative", o.NemesisWarmup)
 	case o.RunID != "" && !runIDPattern.MatchString(o.RunID):
-		return usage("run id %q: use letters, digits, '.', '_' and '-'", o.RunID)
+		return plan{}, usage("run id %q: use letters, digits, '.', '_' and '-'", o.RunID)
 	}
 	if _, err := nemesis.ParseTrigger(string(o.NemesisTrigger)); err != nil {
-		return &UsageError{err}
+		return plan{}, &UsageError{err}
 	}
 	if _, err := cluster.ParsePersistence(string(o.Persistence)); err != nil {
-		return &UsageError{err}
+		return plan{}, &UsageError{err}
 	}
 	if err := o.validateBackend(); err != nil {
-		return err
+		return plan{}, err
 	}
 	if err := o.checkSettings(); err != nil {
-		return err
+		return plan{}, err
 	}
-	_, err := o.resolve()
-	return err
+	return o.resolve()
 }
 
 // plan is what the options name, looked up once.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // clusterLossyRun is cluster-failover-lossy at test size. The fault
@@ -48,7 +49,7 @@ func faultWindows(t *testing.T, res *locktorture.Result, fault string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s locktorture.Summary
+	var s summary.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}

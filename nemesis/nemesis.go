@@ -18,6 +18,7 @@ import (
 	"github.com/locktorture/locktorture/internal/sleep"
 	"github.com/locktorture/locktorture/registry"
 	"github.com/locktorture/locktorture/settings"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // Fault is one kind of failure. A fault is built fresh for each run (its
@@ -256,23 +257,8 @@ func ParseTrigger(s string) (Trigger, error) {
 // for their step, so the schedule does not wait a quiet time before them.
 type Aiming interface{ Aims() bool }
 
-// Stats count what the schedule's fault starts found.
-type Stats struct {
-	// Started: starts that took effect.
-	Started int `json:"started"`
-	// Aimed: of those, the ones that found a protocol target (a client at
-	// its step, a node holding a live lease) and hit it.
-	Aimed int `json:"aimed"`
-	// Waited: of the aimed ones, those that had to wait for it.
-	Waited int `json:"waited"`
-	// Late: of the aimed ones, those whose planned step had passed before
-	// they could wait for it; they hit the next one instead.
-	Late int `json:"late"`
-	// GaveUp: starts that found no target in time and did nothing.
-	GaveUp int `json:"gave_up"`
-	// Failed: starts that failed for another reason.
-	Failed int `json:"failed"`
-}
+// Stats count what a run's fault starts found (summary.json "faults").
+type Stats = summary.FaultStats
 
 // Stats returns the counts so far.
 func (s *Schedule) Stats() Stats {

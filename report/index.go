@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // IndexFileName is the name of a results folder's index.
@@ -49,7 +50,7 @@ func RunDirs(ctx context.Context, resultsDir string) ([]RunDir, error) {
 			continue
 		}
 		rd := RunDir{Name: e.Name()}
-		if s, err := readSummary(dir); err == nil && s != nil {
+		if s, err := summary.Read(dir); err == nil && s != nil {
 			rd.Run, rd.Verdict = s.Run, string(s.Verdict)
 			var cs []string
 			for k, n := range s.Counts {
@@ -57,9 +58,7 @@ func RunDirs(ctx context.Context, resultsDir string) ([]RunDir, error) {
 			}
 			sort.Strings(cs)
 			rd.Counts = strings.Join(cs, ", ")
-			if s.Stats != nil {
-				rd.Ops = s.Stats.Ops
-			}
+			rd.Ops = s.Stats.Ops
 		}
 		if rd.Run == nil {
 			rd.Run = readHeader(filepath.Join(dir, "history.jsonl"))

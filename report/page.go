@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // page is what report.html shows.
@@ -19,7 +20,7 @@ type page struct {
 	Params                         [][2]string
 	Replay                         string
 	Counts                         []countRow
-	Stats                          *runStats
+	Stats                          *summary.Stats
 	Unknowns                       []string
 	Anomalies                      []anomalyView
 	AnomalyTotal                   int
@@ -77,8 +78,11 @@ const (
 	maxFaultsShown = 200
 )
 
-func buildPage(m *model, sb *seriesBuilder, s *summary, dir string) (*page, error) {
-	pg := &page{Verdict: string(s.Verdict), Interrupted: s.Interrupted, Stats: s.Stats, End: secs(m.End), RunID: s.RunID}
+func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*page, error) {
+	pg := &page{Verdict: string(s.Verdict), Interrupted: s.Interrupted, End: secs(m.End), RunID: s.RunID}
+	if s.Stats.Ops > 0 || s.Stats.DurationMs > 0 { // a run's summary, not a check's
+		pg.Stats = &s.Stats
+	}
 	if r := s.Run; r != nil {
 		pg.RunID = r.ID
 		pg.Title = r.Lock

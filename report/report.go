@@ -5,13 +5,12 @@
 // file, readable offline and attachable to an issue or a paper.
 //
 // It does not import package locktorture (which calls it at the end of each
-// run): it reads summary.json into its own struct.
+// run): it reads summary.json through package summary, as the run wrote it.
 package report
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // FileName is the name of a run's report in its folder.
@@ -51,55 +51,6 @@ func WithReport(r *checker.Report) Option { return func(s *settings) { s.rep = r
 // a report (default: checker.ForMutex).
 func WithChecker(c checker.Checker) Option { return func(s *settings) { s.checker = c } }
 
-// summary is the part of summary.json the report reads. It mirrors
-// locktorture.Summary without importing it (that package imports this one).
-type summary struct {
-	RunID       string               `json:"run_id"`
-	Run         *history.RunInfo     `json:"run"`
-	Verdict     checker.Verdict      `json:"verdict"`
-	Interrupted bool                 `json:"interrupted"`
-	Counts      map[checker.Kind]int `json:"counts"`
-	Anomalies   []checker.Anomaly    `json:"anomalies"`
-	Checkers    []checker.Result     `json:"checkers"`
-	Stats       *runStats            `json:"stats"`
-}
-
-type runStats struct {
-	DurationMs    int64   `json:"duration_ms"`
-	Ops           int64   `json:"ops"`
-	OpsPerSec     float64 `json:"ops_per_sec"`
-	Acquired      int64   `json:"acquired"`
-	AcquireFailed int64   `json:"acquire_failed"`
-	Unknown       int64   `json:"unknown"`
-	Crashes       int64   `json:"crashes"`
-}
-
-// maxSummary bounds summary.json, which is untrusted input like the history.
-const maxSummary = 64 << 20
-
-// readSummary reads dir/summary.json; (nil, nil) when there is none.
-func readSummary(dir string) (*summary, error) {
-	f, err := os.Open(filepath.Join(dir, "summary.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open summary: %w", err)
-	}
-	defer f.Close()
-	var s summary
-	dec := json.NewDecoder(io.LimitReader(f, maxSummary))
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: not a summary: %v", filepath.Join(dir, "summary.json"), err)
-	}
-	switch s.Verdict {
-	case checker.Valid, checker.Invalid, checker.Unknown:
-	default:
-		return nil, fmt.Errorf("%s: unknown verdict %q", filepath.Join(dir, "summary.json"), s.Verdict)
-	}
-	return &s, nil
-}
-
 // Run writes dir/report.html from dir/history.jsonl and dir/summary.json
 // (or the report or checker given as options) and returns its path. It
 // reads the history twice, as a stream (see extent), in memory bounded by
@@ -113,7 +64,7 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 			o(&s)
 		}
 	}
-	sum, err := readSummary(dir)
+	sum, err := summary.Read(dir)
 	if err != nil {
 		return "", err
 	}
@@ -138,7 +89,7 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 			r := checker.Fold(c.Check(ctx, h))
 			rep = &r
 		}
-		sum = &summary{Verdict: rep.Verdict, Counts: rep.Count, Anomalies: rep.Anomalies, Checkers: rep.Results}
+		sum = &summary.Summary{Verdict: rep.Verdict, Counts: rep.Count, Anomalies: rep.Anomalies, Checkers: rep.Results}
 		if h != nil {
 			sum.Run = h.Run
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/settings"
 )
 
@@ -189,7 +190,7 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 		in.Lease = p.LastToken()
 	}
 	inv := p.Invoke(in)
-	p.observe(StepEvent{Kind: StepAcquiring, Key: key, TTL: r.cfg.TTL})
+	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Acquiring, Key: key, TTL: r.cfg.TTL})
 	wctx, w := p.watchWire(ctx)
 	lease, err := p.Lock.Acquire(wctx, key)
 	r.stats.Ops.Add(1)
@@ -231,7 +232,7 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	r := p.r
 	inv := p.Invoke(history.Event{Op: history.Release, Key: lease.Key, Lease: lease.Token})
-	p.observe(StepEvent{Kind: StepReleasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
 	r.unhold(lease.Key, lease.Token)
 	rctx, cancel := context.WithTimeout(ctx, ReleaseBound(r.cfg.TTL))
 	deleted, err := p.Lock.Release(rctx, lease)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/nemesis"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -101,9 +102,9 @@ type Config struct {
 	// Logf reports harness trouble (a process that could not start).
 	Logf func(format string, args ...any)
 	// Observe, when set, is told of every protocol step of every process
-	// (see StepEvent), in the process's goroutine: the nemesis aims its
+	// (see nemesis.ProtocolEvent), in the process's goroutine: the nemesis aims its
 	// faults with it.
-	Observe func(StepEvent)
+	Observe func(nemesis.ProtocolEvent)
 }
 
 // Stats are live counters for the status line.
@@ -207,7 +208,7 @@ func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 	p := &Process{Client: c, Gate: NewGate(), Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
 	p.id.Store(int64(r.newProcessID()))
 	if r.cfg.Observe != nil {
-		p.Gate.observe = func(point string) { p.observe(StepEvent{Kind: StepPoint, Point: point}) }
+		p.Gate.observe = func(point string) { p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point}) }
 	}
 	p.lastToken.Store("")
 	nodes, err := r.cfg.Connect(c, p.Gate)

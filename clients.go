@@ -1,0 +1,92 @@
+package locktorture
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/nemesis"
+	"github.com/locktorture/locktorture/workloads"
+)
+
+// clients are the run's clients and what watches them: the recorder, the
+// live check it feeds, and the protocol watch the faults aim with.
+type clients struct {
+	rec    *history.Recorder
+	live   *liveCheck
+	watch  *nemesis.Watch
+	runner *workloads.Runner
+	wl     workloads.Workload
+	// stopCtx ends when the run should stop early: the live check found
+	// the anomaly Options.StopWhen (or StopOnAnomaly) waits for.
+	stopCtx context.Context
+	stop    context.CancelFunc
+}
+
+// startClients is stage 2: the recorder and its live check, then each
+// client's lock over its own connections, and the workload they run. No
+// client acts before the schedule runs.
+func startClients(ctx context.Context, r *run) (*clients, error) {
+	opts, pl := r.opts, r.plan
+	c := &clients{watch: nemesis.NewWatch(aimWarmup)}
+	c.stopCtx, c.stop = context.WithCancel(ctx)
+	var stopWhen func(checker.Anomaly) bool
+	switch {
+	case opts.StopWhen != nil:
+		stopWhen = opts.StopWhen
+	case opts.StopOnAnomaly:
+		stopWhen = func(a checker.Anomaly) bool { return a.Severity == checker.SeveritySafety }
+	}
+	stopped := func() { r.res.StoppedOnAnomaly = true; c.stop() }
+	live, err := newLiveCheck(context.WithoutCancel(ctx), r.res.Dir, opts.CheckTimeout, opts.Registries.Checkers, pl.checkers, stopWhen, stopped)
+	if err != nil {
+		return nil, err
+	}
+	c.live = live
+	var out io.Writer // nil: the history stays in memory only
+	if r.hist != nil {
+		out = r.hist
+	}
+	// The history is checked while it is recorded, and kept only on disk.
+	c.rec = history.NewRecorder(out, r.info, 100*time.Millisecond, history.KeepNone(), history.OnEvent(live.add))
+	if o, ok := r.env.topo.(cluster.Observed); ok {
+		o.Observe(func(e history.Event) { c.rec.Info(e) }) // master switches
+	}
+	var steps func(nemesis.ProtocolEvent)
+	if len(r.env.faults) > 0 {
+		// Only a fault aims at protocol steps: a fault-free run spends
+		// nothing on telling them.
+		steps = c.watch.Emit
+	}
+	c.runner, err = workloads.NewRunner(workloads.Config{
+		Clients: opts.Clients, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
+		Lock: pl.lock.New,
+		LockConfig: locks.Config{TTL: opts.TTL, Wait: opts.Wait, RetryDelay: opts.RetryDelay,
+			Addrs: r.env.lockAddrs(), CommandTimeout: opts.RedisTimeout, Settings: opts.values()},
+		Connect:  r.env.connector(opts),
+		Dial:     r.env.dialer,
+		Recorder: c.rec,
+		Logf:     opts.Logf,
+		Observe:  steps,
+	})
+	if err != nil {
+		c.close()
+		return nil, usage("%v", err)
+	}
+	if c.wl, err = pl.workload.New(c.runner, opts.shape()); err != nil {
+		c.close()
+		return nil, usage("%v", err)
+	}
+	return c, nil
+}
+
+// close ends the recording (idempotent: the schedule stage closes it first
+// when the run ends normally).
+func (c *clients) close() {
+	c.stop()
+	_ = c.rec.Close()
+}

@@ -1,0 +1,117 @@
+// Package summary declares summary.json, a run's verdict for programs: every
+// anomaly with its kind, class, clients, keys and times, the counts, each
+// checker's result, the run's statistics and its fault windows. The run
+// writes it; the report, the results index and the matrix read it back. It
+// is the one declaration of that file's format.
+package summary
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+)
+
+// FileName is summary.json's name in a run folder.
+const FileName = "summary.json"
+
+// Summary is summary.json.
+type Summary struct {
+	RunID       string               `json:"run_id"`
+	Run         *history.RunInfo     `json:"run"`
+	Verdict     checker.Verdict      `json:"verdict"`
+	Interrupted bool                 `json:"interrupted,omitempty"`
+	Counts      map[checker.Kind]int `json:"counts"`
+	Anomalies   []checker.Anomaly    `json:"anomalies"`
+	Checkers    []checker.Result     `json:"checkers"`
+	Stats       Stats                `json:"stats"`
+	// Faults are the fault windows of the history, from the instant each
+	// took effect to its heal.
+	Faults []history.Window `json:"faults"`
+}
+
+// Stats summarise the operations of a run.
+type Stats struct {
+	Duration      time.Duration `json:"-"`
+	DurationMs    int64         `json:"duration_ms"`
+	Ops           int64         `json:"ops"`
+	OpsPerSec     float64       `json:"ops_per_sec"`
+	Acquired      int64         `json:"acquired"`
+	AcquireFailed int64         `json:"acquire_failed"`
+	Unknown       int64         `json:"unknown"`
+	Crashes       int64         `json:"crashes"`
+	// MasterSwitches counts the failovers the topology observed.
+	MasterSwitches int64 `json:"master_switches,omitempty"`
+	// Faults counts the fault starts: how many found a target, had to
+	// wait for it, or gave up.
+	Faults *FaultStats `json:"faults,omitempty"`
+}
+
+// FaultStats count what a run's fault starts found.
+type FaultStats struct {
+	// Started: starts that took effect.
+	Started int `json:"started"`
+	// Aimed: of those, the ones that found a protocol target (a client at
+	// its step, a node holding a live lease) and hit it.
+	Aimed int `json:"aimed"`
+	// Waited: of the aimed ones, those that had to wait for it.
+	Waited int `json:"waited"`
+	// Late: of the aimed ones, those whose planned step had passed before
+	// they could wait for it; they hit the next one instead.
+	Late int `json:"late"`
+	// GaveUp: starts that found no target in time and did nothing.
+	GaveUp int `json:"gave_up"`
+	// Failed: starts that failed for another reason.
+	Failed int `json:"failed"`
+}
+
+// Write writes s as dir/summary.json, with empty lists written as [] so
+// that programs need not tell null from none.
+func Write(dir string, s Summary) error {
+	if s.Faults == nil {
+		s.Faults = []history.Window{}
+	}
+	if s.Anomalies == nil {
+		s.Anomalies = []checker.Anomaly{}
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileName), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
+// maxSize bounds summary.json, which is untrusted input like the history.
+const maxSize = 64 << 20
+
+// Read reads dir/summary.json strictly; (nil, nil) when there is none.
+func Read(dir string) (*Summary, error) {
+	path := filepath.Join(dir, FileName)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open summary: %w", err)
+	}
+	defer f.Close()
+	var s Summary
+	if err := json.NewDecoder(io.LimitReader(f, maxSize)).Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: not a summary: %v", path, err)
+	}
+	switch s.Verdict {
+	case checker.Valid, checker.Invalid, checker.Unknown:
+	default:
+		return nil, fmt.Errorf("%s: unknown verdict %q", path, s.Verdict)
+	}
+	return &s, nil
+}
