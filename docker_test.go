@@ -37,8 +37,7 @@ func TestDockerBackend(t *testing.T) {
 		// Restarts spaced by ~300ms leave each restarted node up and
 		// empty for a while before the next kill; holds of 2-2.8s under a
 		// 3s lease see several restarts; 8 clients keep someone waiting
-		// to take the emptied majority (4 of 4 seeds broke, tuned apart
-		// from the seed the test uses).
+		// to take the emptied majority (seeds 1 to 4 all broke).
 		o.TTL, o.HoldMin, o.HoldMax, o.Duration = 3*time.Second, 2*time.Second, 2800*time.Millisecond, 10*time.Second
 		o.NemesisInterval, o.Clients = 300*time.Millisecond, 8
 		// Through docker's port publishing a reply takes longer than the

@@ -122,75 +122,6 @@ func redlockValid(t *testing.T, res *locktorture.Result) {
 	}
 }
 
-func redlockWithinLease(t *testing.T, res *locktorture.Result) {
-	t.Helper()
-	if res.Verdict != checker.Invalid || res.Report.Count[checker.KindDoubleHolder] == 0 {
-		t.Fatalf("verdict %s, counts %v: want a double-holder", res.Verdict, res.Report.Count)
-	}
-	if redlockDoubleHolders(res)[checker.ClassWithinLease] == 0 {
-		t.Errorf("double holders %v: want one classed within-lease", redlockDoubleHolders(res))
-	}
-}
-
-// TestRedlockRestart is seed 002's restart problem (重启问题) and its two
-// fixes, on three masters and the same seed: a master restarting at once
-// without persistence gives two holders within the lease; restarting only
-// after the TTL (延迟重启), or keeping every write with AOF fsync always,
-// gives none. (Five masters break the same way, only less often: the holder
-// must lose three keys instead of two; see TestMeasureRedlock.)
-func TestRedlockRestart(t *testing.T) {
-	needRedlockDeps(t, false)
-	for _, tc := range []struct {
-		nemesis string
-		broken  bool
-	}{
-		{"restart-empty", true},
-		{"restart-delayed", false},
-		{"restart-fsync", false},
-	} {
-		t.Run(tc.nemesis, func(t *testing.T) {
-			res := runRedlock(t, restartOptions(tc.nemesis, 3, 1))
-			if tc.broken {
-				redlockWithinLease(t, res)
-			} else {
-				redlockValid(t, res)
-			}
-		})
-	}
-}
-
-// clockPartitionOptions give the cut client its chances: three clients that
-// think between holds, so the one cut from a minority, slower to acquire,
-// still wins the lock now and then while its master's clock jumps.
-func clockPartitionOptions(seed int64) locktorture.Options {
-	o := redlockOptions("redlock", 3, seed)
-	o.Clients, o.HoldMin, o.HoldMax, o.Think = 3, 50*time.Millisecond, 150*time.Millisecond, 150*time.Millisecond
-	o.Faults, o.NemesisDuration = []string{"clock-jump-partition"}, 1500*time.Millisecond
-	return o
-}
-
-// TestRedlockClockJump is the clock half of the debate. Under Redlock, one
-// client cut from a minority holds a bare majority; a master of that
-// majority jumps its clock forward and drops the key; a second client wins
-// that master and the minority: two holders. A single-node token lock needs
-// no partition: its one node drops the key within the lease.
-func TestRedlockClockJump(t *testing.T) {
-	needRedlockDeps(t, true)
-	t.Run("redlock with a partition", func(t *testing.T) {
-		o := clockPartitionOptions(2)
-		res := runRedlock(t, o)
-		if res.Report.Count[checker.KindDoubleHolder] == 0 {
-			t.Errorf("verdict %s, counts %v: want a double-holder", res.Verdict, res.Report.Count)
-		}
-	})
-	t.Run("token on one node", func(t *testing.T) {
-		o := redlockOptions("token", 0, 3)
-		o.Topology, o.Faults = "single", []string{"clock-jump"}
-		res := runRedlock(t, o)
-		redlockWithinLease(t, res)
-	})
-}
-
 // TestRedlockPartitionMinority cuts every client from a minority of the
 // masters now and then: the lock stays safe, with fewer acquires than the
 // same seed without the fault (each attempt waits out the cut nodes'
@@ -514,4 +445,14 @@ func redlockLines(s []string) string {
 		out += l
 	}
 	return out
+}
+
+// clockPartitionOptions give the cut client its chances: three clients that
+// think between holds, so the one cut from a minority, slower to acquire,
+// still wins the lock now and then while its master's clock jumps.
+func clockPartitionOptions(seed int64) locktorture.Options {
+	o := redlockOptions("redlock", 3, seed)
+	o.Clients, o.HoldMin, o.HoldMax, o.Think = 3, 50*time.Millisecond, 150*time.Millisecond, 150*time.Millisecond
+	o.Faults, o.NemesisDuration = []string{"clock-jump-partition"}, 1500*time.Millisecond
+	return o
 }

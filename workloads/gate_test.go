@@ -5,11 +5,14 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestGate: a pause holds every step and read until resume, a crash fails
-// them from then on, and CrashAt lands exactly on the named point.
+// them from then on, and CrashAt lands exactly on the named point. Each case
+// runs in a synctest bubble: "blocked" is synctest.Wait's word for it, not a
+// sleep that is long enough on a quiet machine.
 func TestGate(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -20,10 +23,11 @@ func TestGate(t *testing.T) {
 			g.Pause()
 			done := make(chan error, 1)
 			go func() { done <- g.Step(ctx, "hold") }()
+			synctest.Wait()
 			select {
 			case err := <-done:
 				t.Fatalf("step returned %v during a pause", err)
-			case <-time.After(50 * time.Millisecond):
+			default:
 			}
 			g.Resume()
 			if err := <-done; err != nil {
@@ -34,7 +38,7 @@ func TestGate(t *testing.T) {
 			g.Pause()
 			done := make(chan error, 1)
 			go func() { done <- g.Step(ctx, "hold") }()
-			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
 			g.Crash()
 			if err := <-done; !errors.Is(err, ErrCrashed) {
 				t.Fatalf("paused step after crash: %v", err)
@@ -72,23 +76,20 @@ func TestGate(t *testing.T) {
 					got <- time.Now()
 				}
 			}()
-			time.Sleep(10 * time.Millisecond)
+			synctest.Wait() // the read is waiting for the reply
 			g.Pause()
 			paused := time.Now()
 			go func() { _, _ = b.Write([]byte{1}) }()
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(60 * time.Millisecond) // the bubble's clock: exact
 			g.Resume()
-			select {
-			case at := <-got:
-				if at.Sub(paused) < 50*time.Millisecond {
-					t.Fatalf("reply seen %v into the pause", at.Sub(paused))
-				}
-			case <-time.After(time.Second):
-				t.Fatal("reply never seen")
+			if at := <-got; at.Sub(paused) < 60*time.Millisecond {
+				t.Fatalf("reply seen %v into a 60ms pause", at.Sub(paused))
 			}
 		}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, NewGate()) })
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { tc.run(t, NewGate()) })
+		})
 	}
 }
