@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
@@ -322,15 +321,7 @@ func (o Options) resolve() (plan, error) {
 }
 
 // ParseList splits a comma-separated flag value into names, dropping blanks.
-func ParseList(s string) []string {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func ParseList(s string) []string { return settings.SplitList(s) }
 
 // shape is the hold every workload shares: --keys, --hold, --overrun,
 // --abandon, --think.
