@@ -56,13 +56,13 @@ func (f settingFlag) IsBoolFlag() bool { return f.decl.Kind == settings.Bool }
 // usageLine is a setting's help with its default.
 func usageLine(s settings.Setting) string {
 	text := s.Help
-	if len(s.Choices) > 0 {
+	if len(s.Choices) > 0 && !strings.Contains(s.Help, s.Choices[0]) {
 		text += " (" + strings.Join(s.Choices, ", ") + ")"
 	}
 	if s.Default != "" {
 		text += " (default: " + s.Default + ")"
 	}
-	if s.Owner != "run" && s.Owner != "command" {
+	if s.Owner != "" && s.Owner != "run" && s.Owner != "command" {
 		text += " [" + s.Owner + "]"
 	}
 	return text

@@ -29,6 +29,7 @@ import (
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/registry"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // Exit codes, as the README documents them: 0 valid (or as expected), 1 a
@@ -318,6 +319,11 @@ func cmdList(args []string, stdout, stderr io.Writer, regs locktorture.Registrie
 		for _, e := range es {
 			name, summary := e.About()
 			fmt.Fprintf(stdout, "  %-21s %s\n", name, summary)
+			if d, ok := e.(interface{ Declared() []settings.Setting }); ok {
+				for _, st := range d.Declared() {
+					fmt.Fprintf(stdout, "  %-21s   --%s: %s\n", "", st.Name, usageLine(st))
+				}
+			}
 		}
 	}
 	section("locks (--lock):", entries(regs.Locks.Entries()))

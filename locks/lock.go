@@ -211,6 +211,9 @@ type Entry struct {
 // About implements registry.Entry.
 func (e Entry) About() (string, string) { return e.Name, e.Summary }
 
+// Declared lists the settings the entry reads beyond the run's own.
+func (e Entry) Declared() []settings.Setting { return e.Settings }
+
 // Check implements registry.Entry.
 func (e Entry) Check() error {
 	if e.New == nil {
