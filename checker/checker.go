@@ -116,6 +116,9 @@ type Anomaly struct {
 	// every acquire called before it has completed (one still in flight
 	// would look like a free lock).
 	owner int64
+	// joinOnly marks a stuck-lock a window does not own, which a stream
+	// joins to the stretch an earlier window reported, or else drops.
+	joinOnly bool
 }
 
 // Result is what one checker found.
@@ -143,6 +146,10 @@ type Report struct {
 	// Severity counts the anomalies by severity (from Count, so the totals
 	// are exact even where the list is capped).
 	Severity map[Severity]int `json:"severity"`
+	// Notes say what a reader of the verdict should know about how it was
+	// reached: a checker whose memory was not bounded, anomalies a stall of
+	// the harness itself explains.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // DefaultMaxAnomalies is how many anomalies of one kind a result lists when

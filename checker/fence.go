@@ -1,9 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"math"
+	"slices"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -22,9 +23,78 @@ type fenceRegression struct{ s settings }
 
 func (*fenceRegression) Name() string { return "fence-regression" }
 
-func (f *fenceRegression) Check(_ context.Context, h *history.History) Result {
-	// The whole history is one window with nothing carried into it.
-	return newFenceStream(f.Name()).judge(h.Operations(), func(string) int64 { return math.MinInt64 }, f.s)
+func (f *fenceRegression) Check(ctx context.Context, h *history.History) Result {
+	return checkWhole(ctx, f, h)
+}
+
+// Start implements Windowed: per key the judge carries the highest token
+// of the acquires that returned before any later window's calls, and the
+// acquires that returned since (a later acquire may have been called
+// before them).
+func (f *fenceRegression) Start() Judge {
+	return &fenceJudge{name: f.Name(), s: f.s, keys: map[string]*fenceKey{}}
+}
+
+type fenceJudge struct {
+	name string
+	s    settings
+	keys map[string]*fenceKey
+}
+
+type fenceKey struct {
+	top    *history.Operation   // the highest token returned before Later
+	recent []*history.Operation // returned at or after Later
+}
+
+// Judge sweeps each key's fenced acquires in call order, folding in every
+// acquire that returned before the current one's call (and the carried
+// top) and keeping the highest token: an acquire whose token is no higher
+// than that regressed.
+func (f *fenceJudge) Judge(_ context.Context, w *Window) Result {
+	c := newCollector(f.name, f.s)
+	perKey := map[string][]*history.Operation{}
+	for i := range w.Ops {
+		if o := &w.Ops[i]; o.Op == history.Acquire && o.Status == history.OK && o.Fence != 0 {
+			perKey[o.Key] = append(perKey[o.Key], held(o))
+		}
+	}
+	var fenced, keys int64
+	for _, key := range sortedKeys(perKey) {
+		k := f.keys[key]
+		if k == nil {
+			k = &fenceKey{}
+			f.keys[key] = k
+			keys++
+		}
+		byCall := perKey[key]
+		fenced += int64(len(byCall))
+		slices.SortStableFunc(byCall, func(a, b *history.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		byReturn := append(append([]*history.Operation(nil), k.recent...), byCall...)
+		slices.SortStableFunc(byReturn, func(a, b *history.Operation) int { return cmp.Compare(a.Return, b.Return) })
+		top, j := k.top, 0
+		for _, b := range byCall {
+			for ; j < len(byReturn) && byReturn[j].Return < b.Call; j++ {
+				if top == nil || byReturn[j].Fence > top.Fence {
+					top = byReturn[j]
+				}
+			}
+			if top != nil && top.Fence >= b.Fence {
+				c.add(fenceAnomaly(key, top, b))
+			}
+		}
+		k.recent = k.recent[:0]
+		for _, o := range byReturn {
+			switch {
+			case o.Return >= w.Later:
+				k.recent = append(k.recent, o)
+			case k.top == nil || o.Fence > k.top.Fence:
+				k.top = o
+			}
+		}
+	}
+	c.stat("fenced_acquires", fenced)
+	c.stat("keys", keys)
+	return c.result()
 }
 
 func fenceAnomaly(key string, a, b *history.Operation) Anomaly {

@@ -24,6 +24,9 @@ type foreignRelease struct{ s settings }
 
 func (*foreignRelease) Name() string { return "foreign-release" }
 
+// Start implements Windowed: each window's events are judged afresh.
+func (f *foreignRelease) Start() Judge { return indexJudge{f} }
+
 func (f *foreignRelease) Check(ctx context.Context, h *history.History) Result {
 	return f.checkIndex(ctx, newIndex(h))
 }

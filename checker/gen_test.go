@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math/rand"
+	"sort"
 	"testing"
 
 	"github.com/locktorture/locktorture/history"
@@ -170,5 +171,25 @@ func genMutex(t testing.TB, o genOptions) *history.History {
 		}
 		c.next = e1 + rng.Int63n(3e6)
 	}
+	seqByReturn(b)
 	return b.build()
+}
+
+// seqByReturn numbers the resource's writes per key in the order they
+// returned, as if each was applied as its reply left: the order a real
+// resource gives, whatever order the simulation wrote them in (two holders
+// at once write in either order, and one may overwrite a higher value).
+func seqByReturn(b *builder) {
+	var done []*history.Event
+	for i := range b.events {
+		if e := &b.events[i]; e.Type.IsCompletion() && e.Seq > 0 {
+			done = append(done, e)
+		}
+	}
+	sort.SliceStable(done, func(i, j int) bool { return done[i].Time < done[j].Time })
+	seq := map[string]int64{}
+	for _, e := range done {
+		seq[e.Key]++
+		e.Seq = seq[e.Key]
+	}
 }

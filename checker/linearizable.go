@@ -73,6 +73,9 @@ type linearizable struct {
 
 func (*linearizable) Name() string { return "linearizable" }
 
+// Start implements Windowed: each window's events are judged afresh.
+func (l *linearizable) Start() Judge { return indexJudge{l} }
+
 func (l *linearizable) Check(ctx context.Context, h *history.History) Result {
 	return l.checkIndex(ctx, newIndex(h))
 }

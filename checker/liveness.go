@@ -45,6 +45,9 @@ type liveness struct {
 
 func (*liveness) Name() string { return "liveness" }
 
+// Start implements Windowed: each window's events are judged afresh.
+func (l *liveness) Start() Judge { return indexJudge{l} }
+
 func (l *liveness) Check(ctx context.Context, h *history.History) Result {
 	return l.checkIndex(ctx, newIndex(h))
 }

@@ -3,7 +3,6 @@ package checker
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -15,7 +14,8 @@ import (
 // read the counter before that predecessor wrote: two holders were inside
 // the critical section at once, whatever the lock's own story. The check
 // needs no clock at all, which makes it the referee when timings are
-// disputed.
+// disputed. The counter starts where the earliest read found it, if that
+// read was called before the first write returned, else at 0.
 func LostUpdate(opts ...Option) Checker {
 	return &lostUpdate{s: newSettings(opts)}
 }
@@ -25,48 +25,85 @@ type lostUpdate struct{ s settings }
 func (*lostUpdate) Name() string { return "lost-update" }
 
 func (u *lostUpdate) Check(ctx context.Context, h *history.History) Result {
-	return u.checkIndex(ctx, newIndex(h))
+	return checkWhole(ctx, u, h)
 }
 
-func (u *lostUpdate) checkIndex(_ context.Context, ix *index) Result {
-	c := newCollector(u.Name(), u.s)
+// Start implements Windowed: the counter's writes are judged in the order
+// the counter applied them (Seq), each against the value the write before
+// it stored, which is all a key carries from window to window.
+func (u *lostUpdate) Start() Judge {
+	return &lostJudge{name: u.Name(), s: u.s, keys: map[string]*lostKey{}}
+}
+
+type lostJudge struct {
+	name string
+	s    settings
+	keys map[string]*lostKey
+}
+
+// lostKey is what the judge carries of one counter.
+type lostKey struct {
+	// first is the earliest-called ok read, until the first write is
+	// judged: the counter starts where it found it, if it was called
+	// before that write returned, else at 0.
+	first   *history.Operation
+	started bool
+	prev    int64
+	before  *history.Operation // the last write judged
+	writes  inOrder            // ok writes not judged yet
+}
+
+func (j *lostJudge) key(k string) *lostKey {
+	x := j.keys[k]
+	if x == nil {
+		x = &lostKey{writes: bySeq()}
+		j.keys[k] = x
+	}
+	return x
+}
+
+func (j *lostJudge) Judge(_ context.Context, w *Window) Result {
+	c := newCollector(j.name, j.s)
+	keys := int64(len(j.keys))
 	var writes, unordered, reads int64
-	for _, key := range ix.keys {
-		k := ix.perKey[key]
-		// The counter starts where the first read found it, else at 0.
-		var prev int64
-		for _, i := range k.reads {
-			if o := &ix.ops[i]; o.Status == history.OK && o.Value != nil {
-				prev = *o.Value
-				break
+	for i := range w.Ops {
+		o := &w.Ops[i]
+		switch {
+		case o.Op == history.Read:
+			reads++
+			k := j.key(o.Key)
+			if o.Status == history.OK && o.Value != nil && !k.started &&
+				(k.first == nil || o.Call < k.first.Call || o.Call == k.first.Call && o.ID < k.first.ID) {
+				k.first = held(o)
 			}
-		}
-		reads += int64(len(k.reads))
-		var ws []*history.Operation
-		for _, i := range k.writes {
-			o := &ix.ops[i]
-			if o.Status != history.OK || o.Value == nil {
-				continue
-			}
+		case o.Op == history.Write && o.Status == history.OK && o.Value != nil:
 			if o.Seq <= 0 {
 				unordered++ // a resource that does not number its writes
 				continue
 			}
-			ws = append(ws, o)
-		}
-		sort.SliceStable(ws, func(i, j int) bool { return ws[i].Seq < ws[j].Seq })
-		writes += int64(len(ws))
-		var before *history.Operation
-		for _, w := range ws {
-			// A write more than one ahead is not flagged: an unknown write
-			// (which carries no Seq) may have been applied in between.
-			if v := *w.Value; v <= prev {
-				c.add(lostAnomaly(key, w, before, prev))
-			}
-			prev, before = *w.Value, w
+			j.key(o.Key).writes.push(o)
 		}
 	}
-	c.stat("keys", int64(len(ix.keys)))
+	for _, key := range sortedKeys(j.keys) {
+		k := j.keys[key]
+		for _, wr := range k.writes.pop(w.Later) {
+			writes++
+			if !k.started {
+				k.started = true
+				if k.first != nil && k.first.Call < wr.Return {
+					k.prev = *k.first.Value
+				}
+				k.first = nil
+			}
+			// A write more than one ahead is not flagged: an unknown write
+			// (which carries no Seq) may have been applied in between.
+			if v := *wr.Value; v <= k.prev {
+				c.add(lostAnomaly(key, wr, k.before, k.prev))
+			}
+			k.prev, k.before = *wr.Value, wr
+		}
+	}
+	c.stat("keys", int64(len(j.keys))-keys)
 	c.stat("reads", reads)
 	c.stat("writes", writes)
 	c.stat("writes_without_seq", unordered)

@@ -20,6 +20,9 @@ type mutualExclusion struct{ s settings }
 
 func (*mutualExclusion) Name() string { return "mutual-exclusion" }
 
+// Start implements Windowed: each window's events are judged afresh.
+func (m *mutualExclusion) Start() Judge { return indexJudge{m} }
+
 func (m *mutualExclusion) Check(ctx context.Context, h *history.History) Result {
 	return m.checkIndex(ctx, newIndex(h))
 }

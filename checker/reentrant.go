@@ -69,17 +69,38 @@ func (m *countModel) mayHaveExpired(o *history.Operation) bool {
 	return true
 }
 
-func (r *reentrant) Check(_ context.Context, h *history.History) Result {
-	c := newCollector(r.Name(), r.s)
+func (r *reentrant) Check(ctx context.Context, h *history.History) Result { return checkWhole(ctx, r, h) }
+
+// Start implements Windowed: per owner and key the judge carries the
+// model (the count's range, the renewals that may still keep the key) and
+// the operations it cannot order yet; an owner whose key is surely free is
+// forgotten.
+func (r *reentrant) Start() Judge {
+	return &reentrantJudge{name: r.Name(), s: r.s, groups: map[ownerKey]*ownerModel{}}
+}
+
+type reentrantJudge struct {
+	name   string
+	s      settings
+	groups map[ownerKey]*ownerModel
+}
+
+// ownerModel is one owner's hold of one key: its model and the operations
+// waiting to be judged in call order.
+type ownerModel struct {
+	countModel
+	q inOrder
+}
+
+func (j *reentrantJudge) Judge(_ context.Context, w *Window) Result {
+	c := newCollector(j.name, j.s)
 	ttl := int64(0)
-	if h.Run != nil {
-		ttl = h.Run.TTLMillis * 1e6
+	if w.Run != nil {
+		ttl = w.Run.TTLMillis * 1e6
 	}
-	ops := h.Operations()
-	groups := map[ownerKey][]*history.Operation{}
-	var judged int64
-	for i := range ops {
-		o := &ops[i]
+	var owners, judged int64
+	for i := range w.Ops {
+		o := &w.Ops[i]
 		switch o.Op {
 		case history.Acquire, history.NestedAcquire, history.Release, history.NestedRelease, history.Refresh:
 		default:
@@ -90,10 +111,52 @@ func (r *reentrant) Check(_ context.Context, h *history.History) Result {
 			continue
 		}
 		k := ownerKey{owner, o.Key}
-		groups[k] = append(groups[k], o)
+		g := j.groups[k]
+		if g == nil {
+			g = &ownerModel{q: byCall()}
+			j.groups[k] = g
+			owners++
+		}
+		// Refreshes run beside the owner's own calls: they only count as
+		// renewals, and one that returned before an operation was called
+		// is here before that operation is judged.
+		if o.Op == history.Refresh {
+			if o.Status == history.OK {
+				g.renewed = append(g.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
+			}
+			continue
+		}
+		g.q.push(o)
 	}
-	keys := make([]ownerKey, 0, len(groups))
-	for k := range groups {
+	for _, k := range sortedOwners(j.groups) {
+		g := j.groups[k]
+		for _, o := range g.q.pop(w.Later) {
+			if j.step(c, k, &g.countModel, o, ttl) {
+				judged++
+			}
+		}
+		// Every operation judged later returns after Later: a renewal
+		// that ran out by then covers none of them.
+		n := 0
+		for _, r := range g.renewed {
+			if r.call+r.ttl > w.Later {
+				g.renewed[n] = r
+				n++
+			}
+		}
+		g.renewed = g.renewed[:n]
+		if g.lo == 0 && g.hi == 0 && n == 0 && len(g.q.q) == 0 {
+			delete(j.groups, k)
+		}
+	}
+	c.stat("owners", owners)
+	c.stat("judged", judged)
+	return c.result()
+}
+
+func sortedOwners(m map[ownerKey]*ownerModel) []ownerKey {
+	keys := make([]ownerKey, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -102,26 +165,7 @@ func (r *reentrant) Check(_ context.Context, h *history.History) Result {
 		}
 		return keys[i].key < keys[j].key
 	})
-	for _, k := range keys {
-		g := groups[k]
-		sort.SliceStable(g, func(i, j int) bool { return g[i].Call < g[j].Call })
-		m := &countModel{}
-		// Refreshes run beside the owner's own calls: they only count as
-		// renewals.
-		for _, o := range g {
-			if o.Op == history.Refresh && o.Status == history.OK {
-				m.renewed = append(m.renewed, renewal{o.Call, o.Return, opTTL(o, ttl)})
-			}
-		}
-		for _, o := range g {
-			if o.Op != history.Refresh && r.step(c, k, m, o, ttl) {
-				judged++
-			}
-		}
-	}
-	c.stat("owners", int64(len(groups)))
-	c.stat("judged", judged)
-	return c.result()
+	return keys
 }
 
 func opTTL(o *history.Operation, run int64) int64 {
@@ -135,7 +179,7 @@ func opTTL(o *history.Operation, run int64) int64 {
 }
 
 // step applies o to the model and reports whether it judged a count.
-func (r *reentrant) step(c *collector, k ownerKey, m *countModel, o *history.Operation, ttl int64) bool {
+func (j *reentrantJudge) step(c *collector, k ownerKey, m *countModel, o *history.Operation, ttl int64) bool {
 	defer func() { m.last = o }()
 	acquire := o.Op == history.Acquire || o.Op == history.NestedAcquire
 	switch {

@@ -3,14 +3,10 @@ package checker
 import (
 	"context"
 	"fmt"
-	"sort"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/locktorture/locktorture/history"
 )
-
-// KindDoubleBuy: one user bought twice in a sale that allows one purchase
-// each (the seed's 羊毛党 whose ten concurrent requests all pass the check).
-const KindDoubleBuy Kind = "double-buy"
 
 // StaleWrite returns the checker of a fenced resource: reads and writes
 // that carry a fencing token (Fence) and the resource's own order (Seq).
@@ -25,22 +21,42 @@ type staleWrite struct{ s settings }
 
 func (*staleWrite) Name() string { return "stale-write" }
 
-func (w *staleWrite) Check(_ context.Context, h *history.History) Result {
-	c := newCollector(w.Name(), w.s)
-	perKey := map[string][]*history.Operation{}
-	ops := h.Operations()
-	for i := range ops {
-		o := &ops[i]
+func (w *staleWrite) Check(ctx context.Context, h *history.History) Result { return checkWhole(ctx, w, h) }
+
+// Start implements Windowed: per key the judge carries the accepted
+// request with the highest token, and the requests it cannot order yet.
+func (w *staleWrite) Start() Judge {
+	return &staleJudge{name: w.Name(), s: w.s, keys: map[string]*staleKey{}}
+}
+
+type staleJudge struct {
+	name string
+	s    settings
+	keys map[string]*staleKey
+}
+
+type staleKey struct {
+	top *history.Operation // the accepted request with the highest token so far
+	q   inOrder
+}
+
+func (j *staleJudge) Judge(_ context.Context, w *Window) Result {
+	c := newCollector(j.name, j.s)
+	for i := range w.Ops {
+		o := &w.Ops[i]
 		if (o.Op == history.Read || o.Op == history.Write) && o.Fence != 0 && o.Seq > 0 && o.Status != history.Unknown {
-			perKey[o.Key] = append(perKey[o.Key], o)
+			k := j.keys[o.Key]
+			if k == nil {
+				k = &staleKey{q: bySeq()}
+				j.keys[o.Key] = k
+			}
+			k.q.push(o)
 		}
 	}
 	var writes, accepted, rejected, stale int64
-	for _, key := range sortedKeys(perKey) {
-		seq := perKey[key]
-		sort.SliceStable(seq, func(i, j int) bool { return seq[i].Seq < seq[j].Seq })
-		var top *history.Operation // the accepted request with the highest token so far
-		for _, o := range seq {
+	for _, key := range sortedKeys(j.keys) {
+		k := j.keys[key]
+		for _, o := range k.q.pop(w.Later) {
 			if o.Op == history.Write {
 				writes++
 				if o.Status != history.OK {
@@ -48,13 +64,13 @@ func (w *staleWrite) Check(_ context.Context, h *history.History) Result {
 					continue
 				}
 				accepted++
-				if top != nil && o.Fence < top.Fence {
+				if k.top != nil && o.Fence < k.top.Fence {
 					stale++
-					c.add(staleAnomaly(key, o, top))
+					c.add(staleAnomaly(key, o, k.top))
 				}
 			}
-			if o.Status == history.OK && (top == nil || o.Fence > top.Fence) {
-				top = o
+			if o.Status == history.OK && (k.top == nil || o.Fence > k.top.Fence) {
+				k.top = o
 			}
 		}
 	}
@@ -89,118 +105,102 @@ type duplicateWork struct{ s settings }
 
 func (*duplicateWork) Name() string { return "duplicate-work" }
 
-func (d *duplicateWork) Check(_ context.Context, h *history.History) Result {
-	c := newCollector(d.Name(), d.s)
-	type task struct {
-		key string
-		id  int64
-	}
-	first := map[task]*history.Operation{}
-	ops := h.Operations()
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Return < ops[j].Return })
-	var enqueued, dups int64
-	for i := range ops {
-		o := &ops[i]
+func (d *duplicateWork) Check(ctx context.Context, h *history.History) Result {
+	return checkWhole(ctx, d, h)
+}
+
+// Start implements Windowed: per key the judge carries the set of tasks
+// queued (compressed: a key's task ids are mostly consecutive), and for a
+// while who queued each first, to name both when one comes again.
+func (d *duplicateWork) Start() Judge {
+	return &dupJudge{name: d.Name(), s: d.s, tasks: map[string]*roaring64.Bitmap{}, first: map[task]*history.Operation{}}
+}
+
+type task struct {
+	key string
+	id  int64
+}
+
+type dupJudge struct {
+	name  string
+	s     settings
+	tasks map[string]*roaring64.Bitmap
+	// first has the first enqueue of the tasks queued lately, listed in
+	// order in recent: a duplicate comes from a scheduler that pulled the
+	// task before that first enqueue, inside one hold, so it is seldom
+	// much later.
+	first  map[task]*history.Operation
+	recent []task
+}
+
+// recall is how long, in TTLs, the judge keeps who queued a task first.
+const recall = 10
+
+func (d *dupJudge) Judge(_ context.Context, w *Window) Result {
+	c := newCollector(d.name, d.s)
+	var enqueued, dups, fresh int64
+	for i := range w.Ops {
+		o := &w.Ops[i]
 		if o.Op != history.Enqueue || o.Status != history.OK || o.Value == nil {
 			continue
 		}
 		enqueued++
 		t := task{o.Key, *o.Value}
-		a, seen := first[t]
-		if !seen {
-			first[t] = o
+		set := d.tasks[t.key]
+		if set == nil {
+			set = roaring64.New()
+			d.tasks[t.key] = set
+		}
+		if set.CheckedAdd(uint64(t.id)) {
+			fresh++
+			d.first[t] = held(o)
+			d.recent = append(d.recent, t)
 			continue
 		}
 		dups++
-		c.add(Anomaly{
-			Kind:      KindDuplicateWork,
-			Clients:   uniqueInts(a.Client, o.Client),
-			Processes: uniqueInts(a.Process, o.Process),
-			Keys:      []string{o.Key},
-			StartNS:   o.Call,
-			EndNS:     o.Return,
-			Detail: fmt.Sprintf("task %d of %s was enqueued by client %d at %s and again by client %d at %s",
-				t.id, o.Key, a.Client, fmtTime(a.Return), o.Client, fmtTime(o.Return)),
-		})
+		c.add(dupAnomaly(t, d.first[t], o))
+	}
+	d.forget(w.Later - recall*runTTL(w.Run))
+	if fresh > 0 {
+		for _, set := range d.tasks {
+			set.RunOptimize()
+		}
 	}
 	c.stat("enqueued", enqueued)
-	c.stat("tasks", int64(len(first)))
+	c.stat("tasks", fresh)
 	c.stat("duplicates", dups)
 	return c.result()
 }
 
-// Oversell returns the checker of the stock workload. Each sale (a buy's
-// Key) has the stock its restock wrote (Value; a sale's stock is written
-// once, so any restock attempt names it); ok purchases beyond it are an
-// oversell each, and a user (a buy's Value) with a second ok purchase in
-// the same sale is a double-buy. Purchases that failed or whose outcome is
-// unknown are not counted, so neither anomaly can come from doubt: the
-// sales counted surely happened.
-func Oversell(opts ...Option) Checker { return &oversell{s: newSettings(opts)} }
-
-type oversell struct{ s settings }
-
-func (*oversell) Name() string { return "oversell" }
-
-func (s *oversell) Check(_ context.Context, h *history.History) Result {
-	c := newCollector(s.Name(), s.s)
-	supply := map[string]int64{}
-	sales := map[string][]*history.Operation{}
-	ops := h.Operations()
-	var failed, unknown int64
-	for i := range ops {
-		o := &ops[i]
-		switch {
-		case o.Op == history.Restock && o.Value != nil:
-			supply[o.Key] = max(supply[o.Key], *o.Value)
-		case o.Op == history.Buy && o.Status == history.OK && o.Value != nil:
-			sales[o.Key] = append(sales[o.Key], o)
-		case o.Op == history.Buy && o.Status == history.Fail:
-			failed++
-		case o.Op == history.Buy:
-			unknown++
-		}
+// forget drops who queued first the tasks first queued before t.
+func (d *dupJudge) forget(t int64) {
+	n := 0
+	for n < len(d.recent) && d.first[d.recent[n]].Return < t {
+		delete(d.first, d.recent[n])
+		n++
 	}
-	var sold, over, doubles, unstocked int64
-	for _, key := range sortedKeys(sales) {
-		ss := sales[key]
-		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Return < ss[j].Return })
-		sold += int64(len(ss))
-		units, stocked := supply[key]
-		if !stocked {
-			unstocked++ // a sale the history never stocked: nothing to compare
-		}
-		buyers := map[int64]*history.Operation{}
-		for n, o := range ss {
-			if stocked && int64(n) >= units {
-				over++
-				c.add(Anomaly{
-					Kind: KindOversell, Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{key},
-					StartNS: o.Call, EndNS: o.Return,
-					Detail: fmt.Sprintf("client %d bought unit %d of %s at %s, which had %d units",
-						o.Client, n+1, key, fmtTime(o.Return), units),
-				})
-			}
-			user := *o.Value
-			if a, ok := buyers[user]; ok {
-				doubles++
-				c.add(Anomaly{
-					Kind: KindDoubleBuy, Clients: uniqueInts(a.Client, o.Client), Processes: uniqueInts(a.Process, o.Process),
-					Keys: []string{key}, StartNS: o.Call, EndNS: o.Return,
-					Detail: fmt.Sprintf("user %d bought in %s twice: through client %d at %s and client %d at %s",
-						user, key, a.Client, fmtTime(a.Return), o.Client, fmtTime(o.Return)),
-				})
-				continue
-			}
-			buyers[user] = o
-		}
+	d.recent = append(d.recent[:0], d.recent[n:]...)
+}
+
+func dupAnomaly(t task, a, o *history.Operation) Anomaly {
+	an := Anomaly{
+		Kind: KindDuplicateWork, Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{t.key},
+		StartNS: o.Call, EndNS: o.Return,
+		Detail: fmt.Sprintf("task %d of %s was enqueued again by client %d at %s, over %d TTLs after its first enqueue",
+			t.id, t.key, o.Client, fmtTime(o.Return), recall),
 	}
-	c.stat("sales", int64(len(supply)))
-	c.stat("sold", sold)
-	c.stat("oversold", over)
-	c.stat("double_buys", doubles)
-	c.stat("failed_buys", failed)
-	c.stat("unknown_buys", unknown)
-	c.stat("unstocked_sales", unstocked)
-	return c.result()
+	if a != nil {
+		an.Clients, an.Processes = uniqueInts(a.Client, o.Client), uniqueInts(a.Process, o.Process)
+		an.Detail = fmt.Sprintf("task %d of %s was enqueued by client %d at %s and again by client %d at %s",
+			t.id, t.key, a.Client, fmtTime(a.Return), o.Client, fmtTime(o.Return))
+	}
+	return an
+}
+
+// runTTL is the run's lease time, or a second.
+func runTTL(run *history.RunInfo) int64 {
+	if run != nil && run.TTLMillis > 0 {
+		return run.TTLMillis * 1e6
+	}
+	return 1e9
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,14 +31,16 @@ import (
 //     highest fencing token handed out per key (fence-regression).
 //
 // The guarded resource's operations (half the events of a mutex run) are
-// not retained with the lock operations: no windowed lock checker reads
-// one that completed, so they go to the resource checks as pairs, and
-// only one whose outcome is unknown (it ends its process's hold) joins the
-// window. The window, its index and every copy of it are that much smaller.
+// not retained with the lock operations: no lock checker reads one that
+// completed, so they go to the judges as operations (Window.Ops), and only
+// one whose outcome is unknown (it ends its process's hold) joins the
+// window's events. The window, its index and every copy of it are that
+// much smaller.
 //
-// Checkers that are not windowed this way (a workload's own: stale-write,
-// duplicate-work, oversell, reentrant, or one registered from outside) see
-// the whole history at the end, as before: the stream keeps their events.
+// Every checker that implements Windowed is judged this way, each by its
+// own Judge. One that implements only Checker sees the whole history at the
+// end: the stream keeps every event for it, and says so (Unbounded, and a
+// note in the report).
 
 // StreamOptions configure a windowed check.
 type StreamOptions struct {
@@ -74,19 +77,18 @@ type StreamOptions struct {
 // Stream checks a history event by event. Add and Close must be called from
 // one goroutine; Found may be called from any.
 type Stream struct {
-	o       StreamOptions
-	mo      MutexOptions
-	run     *history.RunInfo
-	windows *Composite // the index-based lock checkers
-	lost    *lostStream
-	fence   *fenceStream
-	whole   []Checker
-	order   []string // checker names, in Select's order
-	acc     map[string]*collector
-	stats   map[string]map[string]int64
+	o      StreamOptions
+	mo     MutexOptions
+	run    *history.RunInfo
+	judges []namedJudge
+	whole  []Checker
+	order  []string // checker names, in Select's order
+	acc    map[string]*collector
+	stats  map[string]map[string]int64
 
 	buf   []history.Event  // retained events, in time order
-	res   resourceOps      // the guarded resource's operations, aside
+	pairs pairer           // every operation, paired for Window.Ops
+	infos []history.Event  // info events since the last window
 	open  map[int64]openOp // retained operations not completed yet
 	acqAt map[string]int64 // per key, the latest call or return of an acquire
 	cut   *cut             // the window whose own part has closed, if any
@@ -112,6 +114,12 @@ type Stream struct {
 	closed    bool
 }
 
+// namedJudge is the judge of one checker.
+type namedJudge struct {
+	name string
+	j    Judge
+}
+
 // stuckRef is a stuck-lock anomaly a collector holds, at index i.
 type stuckRef struct {
 	c *collector
@@ -132,30 +140,31 @@ func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*
 		return nil, err
 	}
 	s := &Stream{o: so, mo: o, acc: map[string]*collector{}, stats: map[string]map[string]int64{},
-		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{}, res: newResourceOps(),
+		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{}, pairs: newPairer(),
 		open: map[int64]openOp{}, acqAt: map[string]int64{},
 		nonlin: map[string]bool{}, stuck: map[string]stuckRef{}, first: true, ownFrom: math.MinInt64}
 	set := newSettings([]Option{MaxAnomalies(o.MaxAnomalies)})
-	var windowed []Checker
 	for _, x := range c.Checkers() {
 		s.order = append(s.order, x.Name())
 		s.acc[x.Name()] = newCollector(x.Name(), set)
-		_, isIndexed := x.(indexed)
-		switch x.(type) {
-		case *lostUpdate:
-			s.lost = newLostStream(x.Name())
-		case *fenceRegression:
-			s.fence = newFenceStream(x.Name())
-		default:
-			if isIndexed {
-				windowed = append(windowed, x)
-			} else {
-				s.whole = append(s.whole, x)
-			}
+		if w, ok := x.(Windowed); ok {
+			s.judges = append(s.judges, namedJudge{x.Name(), w.Start()})
+		} else {
+			s.whole = append(s.whole, x)
 		}
 	}
-	s.windows = Compose(windowed...)
 	return s, nil
+}
+
+// Unbounded names the checkers that judge the whole history at once (they
+// implement Checker only): for them the stream keeps every event until
+// Close, so its memory grows with the history.
+func (s *Stream) Unbounded() []string {
+	out := make([]string, len(s.whole))
+	for i, x := range s.whole {
+		out[i] = x.Name()
+	}
+	return out
 }
 
 // Found reports how many anomalies the stream has confirmed so far, and how
@@ -194,15 +203,20 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 		s.step(ctx, false)
 	}
 	s.last = max(s.last, e.Time)
-	if e.Type != history.Info && !isLockOp(e.Op) {
-		if inv, ok := s.res.add(e); ok {
-			// Unknown: it ends its process's hold, which the window must see.
-			s.track(inv)
-			s.track(e)
-			s.insert(inv)
-			s.insert(e)
+	if e.Type == history.Info {
+		s.infos = append(s.infos, e)
+	} else {
+		inv, done := s.pairs.add(e)
+		if !isLockOp(e.Op) {
+			if done && e.Type == history.Unknown {
+				// It ends its process's hold, which the window must see.
+				s.track(inv)
+				s.track(e)
+				s.insert(inv)
+				s.insert(e)
+			}
+			return
 		}
-		return
 	}
 	s.track(e)
 	s.push(e)
@@ -273,10 +287,11 @@ func (s *Stream) step(ctx context.Context, final bool) {
 	if c != nil {
 		ownTo = c.ownTo
 	}
+	later := s.pairs.later(s.last)
 	if final {
-		ownTo, cutoff = forever, forever
+		ownTo, cutoff, later = forever, forever, forever
 		// A resource operation never completed is of unknown outcome.
-		for _, inv := range s.res.drainOpen() {
+		for _, inv := range s.pairs.openResource() {
 			s.track(inv)
 			s.insert(inv)
 		}
@@ -286,24 +301,23 @@ func (s *Stream) step(ctx context.Context, final bool) {
 			s.push(history.Event{Time: s.last, Type: history.Info, Op: history.FaultStep, Index: -1})
 		}
 	}
-	evs := s.window(cutoff)
-	h := &history.History{Run: s.run, Events: evs}
+	w := &Window{Run: s.run, Ops: s.pairs.take(final, s.last), Later: later, Infos: s.infos,
+		OwnFrom: ownFrom, OwnTo: ownTo, Final: final}
+	w.Events = &history.History{Run: s.run, Events: s.window(cutoff)}
+	w.inflight = s.inflight()
+	s.infos = nil
 	s.nWindows++
-	// One index serves the lock checkers and the resource checks below.
-	ix := newIndex(h)
-	ix.inflight = s.inflight()
-	rep := s.windows.reportIndexed(ctx, h, ix)
-	for _, r := range rep.Results {
-		s.merge(r, ownFrom, ownTo)
+	results := make([]Result, len(s.judges))
+	var wg sync.WaitGroup
+	for i, j := range s.judges {
+		wg.Go(func() { results[i] = j.j.Judge(ctx, w) })
 	}
-	if s.lost != nil {
-		s.merge(s.lost.window(s.res.done, ownTo), math.MinInt64, forever)
+	wg.Wait()
+	for i, r := range results {
+		r.Checker = s.judges[i].name
+		s.merge(r, ownFrom)
 	}
 	from := s.judgedLater(ownTo, s.horizon(c, final))
-	if s.fence != nil {
-		s.merge(s.fence.window(ix.ops, from), ownFrom, ownTo)
-	}
-	s.res.judged(ownTo)
 	s.unmask()
 	s.first = false
 	s.ownFrom = ownTo
@@ -421,24 +435,20 @@ func (s *Stream) prune(from func(key string) int64) {
 	}
 }
 
-// merge folds the part of a window's result that the window owns into the
-// stream's result of that checker.
-func (s *Stream) merge(r Result, ownFrom, ownTo int64) {
+// merge folds a window's result into the stream's result of that checker:
+// each anomaly the judge returned, but for a nonlinearizable key already
+// reported and the parts of a stuck stretch reported before.
+func (s *Stream) merge(r Result, ownFrom int64) {
 	c := s.acc[r.Checker]
 	if c == nil {
 		return
 	}
 	for _, a := range r.Anomalies {
-		if s.joined(c, a, ownFrom) {
-			continue
-		}
-		if at := max(a.StartNS, a.owner); at >= ownTo || at < ownFrom && a.Kind != KindNonlinearizable {
+		if s.joined(c, a, ownFrom) || a.joinOnly {
 			continue
 		}
 		if a.Kind == KindNonlinearizable {
-			// One per key, as a check of the whole history reports. Its
-			// culprit may lie before the window's own part: the order
-			// that proves it illegal can need what came after it.
+			// One per key, as a check of the whole history reports.
 			if len(a.Keys) > 0 && s.nonlin[a.Keys[0]] {
 				continue
 			}
@@ -508,7 +518,7 @@ func (s *Stream) Close(ctx context.Context) Report {
 		if len(s.whole) > 0 {
 			h := &history.History{Run: s.run, Events: s.allEvs}
 			for _, r := range Compose(s.whole...).Report(ctx, h).Results {
-				s.merge(r, math.MinInt64, forever)
+				s.merge(r, math.MinInt64)
 			}
 			s.allEvs = nil
 		}
@@ -528,7 +538,11 @@ func (s *Stream) Close(ctx context.Context) Report {
 		results[0].Stats["stream.windows"] = s.nWindows
 		results[0].Stats["stream.max_window_ops"] = s.maxOps
 	}
-	return Fold(results...)
+	rep := Fold(results...)
+	for _, name := range s.Unbounded() {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("memory not bounded: checker %s judges the whole history at once, so every event was kept for it", name))
+	}
+	return rep
 }
 
 // String describes the stream's state, for debugging.

@@ -73,41 +73,55 @@ type Window struct {
 // invocation the history never completes is Unknown, returning at the end.
 func (h *History) Operations() []Operation {
 	ops := make([]Operation, 0, len(h.Events)/2+1)
-	at := make(map[int64]int, len(h.Events)/2+1)
-	for _, e := range h.Events {
+	type open struct{ op, ev int }
+	at := make(map[int64]open, len(h.Events)/2+1)
+	end := h.End()
+	for j, e := range h.Events {
 		switch {
 		case e.Type == Invoke:
-			at[e.ID] = len(ops)
-			ops = append(ops, Operation{
-				ID: e.ID, Process: e.Process, Client: e.Client, Op: e.Op, Key: e.Key,
-				Lease: e.Lease, TTL: time.Duration(e.TTLMillis) * time.Millisecond,
-				Call: e.Time, Return: h.End(), Status: Unknown, Fence: e.Fence, Value: e.Value,
-			})
+			at[e.ID] = open{len(ops), j}
+			ops = append(ops, Pair(e, nil, end))
 		case e.Type.IsCompletion():
 			i, ok := at[e.ID]
 			if !ok {
 				continue
 			}
-			o := &ops[i]
-			o.Return, o.Status, o.Deleted, o.Error, o.Seq = e.Time, e.Type, e.Deleted, e.Error, e.Seq
-			o.Attempts = e.Attempts
-			o.Tries, o.Held = tries(o.Call, e)
-			if e.Type == OK && e.Sent >= o.Call && e.Sent <= e.Time {
-				o.Sent = e.Sent
-			}
-			if e.Fence != 0 {
-				o.Fence = e.Fence
-			}
-			if e.Value != nil {
-				o.Value = e.Value
-			}
-			if e.Lease != "" {
-				o.Lease, o.TTL = e.Lease, time.Duration(e.TTLMillis)*time.Millisecond
-			}
+			ops[i.op] = Pair(h.Events[i.ev], &e, end)
 			delete(at, e.ID)
 		}
 	}
 	return ops
+}
+
+// Pair is the operation of invocation inv and its completion done; with
+// done nil it is still open, of unknown outcome, returning at end. A
+// checker of a history read as a stream pairs its events with it.
+func Pair(inv Event, done *Event, end int64) Operation {
+	o := Operation{
+		ID: inv.ID, Process: inv.Process, Client: inv.Client, Op: inv.Op, Key: inv.Key,
+		Lease: inv.Lease, TTL: time.Duration(inv.TTLMillis) * time.Millisecond,
+		Call: inv.Time, Return: end, Status: Unknown, Fence: inv.Fence, Value: inv.Value,
+	}
+	if done == nil {
+		return o
+	}
+	e := done
+	o.Return, o.Status, o.Deleted, o.Error, o.Seq = e.Time, e.Type, e.Deleted, e.Error, e.Seq
+	o.Attempts = e.Attempts
+	o.Tries, o.Held = tries(o.Call, *e)
+	if e.Type == OK && e.Sent >= o.Call && e.Sent <= e.Time {
+		o.Sent = e.Sent
+	}
+	if e.Fence != 0 {
+		o.Fence = e.Fence
+	}
+	if e.Value != nil {
+		o.Value = e.Value
+	}
+	if e.Lease != "" {
+		o.Lease, o.TTL = e.Lease, time.Duration(e.TTLMillis)*time.Millisecond
+	}
+	return o
 }
 
 // Infos returns the informational events (crashes, faults, switches).
