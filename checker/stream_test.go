@@ -203,3 +203,74 @@ func sumKind(t map[string]int, k Kind) int {
 	}
 	return n
 }
+
+// Every checker of a workload streams: on generated histories of each
+// resource workload (tasks queued twice, units sold past the stock, stale
+// tokens, counts off by one, operations that return TTLs late), the
+// windowed check of each checker finds what the whole-history check finds,
+// by kind and class, with windows from a fraction of a TTL to many, and
+// own parts closed by count.
+func TestStreamAgreesOnWorkloads(t *testing.T) {
+	ctx := context.Background()
+	checkers := map[string][]string{
+		"batch":     {"duplicate-work"},
+		"stock":     {"oversell"},
+		"fenced":    {"stale-write", "lost-update", "fence-regression"},
+		"reentrant": {"reentrant", "lost-update"},
+	}
+	for _, wl := range []string{"batch", "stock", "fenced", "reentrant"} {
+		t.Run(wl, func(t *testing.T) {
+			found := map[Verdict]int{}
+			for seed := int64(1); seed <= 150; seed++ {
+				r := rand.New(rand.NewSource(seed))
+				o := wlOptions{workload: wl, clients: 2 + r.Intn(6), ops: 100 + r.Intn(300), ttl: int64(10 + r.Intn(40)), seed: seed,
+					unknown: r.Float64() * 0.05, slow: r.Float64() * 0.05}
+				if r.Intn(2) == 0 {
+					o.chaos = r.Float64() * 0.3
+				}
+				h := genWorkload(t, o)
+				names := checkers[wl]
+				want := map[string]Result{}
+				for _, n := range names {
+					e, err := Builtin().Get(n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res := e.New(MutexOptions{MaxAnomalies: -1}).Check(ctx, h)
+					want[n] = res
+					found[res.Verdict]++
+				}
+				ttl := time.Duration(o.ttl) * time.Millisecond
+				for _, sz := range []StreamOptions{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
+					s, err := NewStream(Builtin(), names, MutexOptions{MaxAnomalies: -1}, sz)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+					for _, e := range h.Events {
+						s.Add(ctx, e)
+					}
+					if u := s.Unbounded(); len(u) > 0 {
+						t.Fatalf("%v judge the whole history at once", u)
+					}
+					rep := s.Close(ctx)
+					for _, got := range rep.Results {
+						w, ok := want[got.Checker]
+						if !ok {
+							continue
+						}
+						gt, wt := tally(Report{Anomalies: got.Anomalies}), tally(Report{Anomalies: w.Anomalies})
+						if got.Verdict != w.Verdict || !sameTally(gt, wt) {
+							t.Fatalf("seed %d (%+v), window %+v, %s: stream %s %v, whole %s %v",
+								seed, o, sz, got.Checker, got.Verdict, gt, w.Verdict, wt)
+						}
+					}
+				}
+			}
+			t.Logf("verdicts %v", found)
+			if found[Invalid] < 10 || found[Valid] < 10 {
+				t.Fatalf("the histories do not exercise both verdicts: %v", found)
+			}
+		})
+	}
+}

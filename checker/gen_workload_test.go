@@ -1,0 +1,288 @@
+package checker
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/locktorture/locktorture/history"
+)
+
+// wlOptions shape a simulated run of one of the resource workloads (batch,
+// stock, fenced, reentrant): clients take turns at their keys, or with
+// probability chaos act as if they held them whatever the others do, and
+// now and then an operation takes several TTLs to return (a paused client),
+// so that what a window cannot settle alone crosses many cuts.
+type wlOptions struct {
+	workload string
+	clients  int
+	ops      int
+	ttl      int64 // ms
+	seed     int64
+	chaos    float64 // probability that a client ignores the others
+	unknown  float64
+	slow     float64 // probability that an operation takes up to 4 TTLs
+}
+
+// wlGen lays out the operations of the simulated clients.
+type wlGen struct {
+	o     wlOptions
+	b     *builder
+	rng   *rand.Rand
+	now   []int64 // per client: when it calls next
+	proc  []int
+	procs int
+	n     int
+	free  map[string]int64 // per key: when its current turn ends
+}
+
+func newWLGen(t testing.TB, o wlOptions) *wlGen {
+	b := newBuilder(t, o.ttl)
+	b.run.Clients = o.clients
+	b.run.Workload = o.workload
+	g := &wlGen{o: o, b: b, rng: rand.New(rand.NewSource(o.seed)), now: make([]int64, o.clients),
+		proc: make([]int, o.clients), free: map[string]int64{}}
+	for i := range g.proc {
+		g.procs++
+		g.proc[i] = g.procs
+		g.now[i] = g.rng.Int63n(2e6)
+	}
+	return g
+}
+
+// turn starts client c's turn at key: it waits for the key unless it is
+// one of the chaotic, and holds it for about hold.
+func (g *wlGen) turn(c int, key string, hold int64) {
+	if g.rng.Float64() >= g.o.chaos && g.free[key] > g.now[c] {
+		g.now[c] = g.free[key]
+	}
+	g.free[key] = max(g.free[key], g.now[c]+hold)
+}
+
+// op records one operation of client c from now on and moves c past it;
+// st "" is drawn: unknown with probability o.unknown, else ok.
+func (g *wlGen) op(c int, s spec, fence int64) history.Type {
+	lat := 20e3 + g.rng.Int63n(300e3)
+	if g.rng.Float64() < g.o.slow {
+		lat = g.rng.Int63n(4 * g.o.ttl * 1e6)
+	}
+	if s.status == "" {
+		s.status = history.OK
+		if g.rng.Float64() < g.o.unknown {
+			s.status = history.Unknown
+		}
+	}
+	switch {
+	case s.op != history.Release:
+	case s.status != history.OK:
+		s.deleted = nil
+	case s.deleted == nil:
+		s.deleted = history.Bool(s.value != nil && *s.value <= 0)
+	}
+	s.client, s.call, s.ret = c, g.now[c], g.now[c]+lat
+	if s.proc == 0 {
+		s.proc = g.proc[c]
+	}
+	g.b.add(s)
+	if fence != 0 {
+		n := len(g.b.events)
+		g.b.events[n-2].Fence, g.b.events[n-1].Fence = fence, fence
+	}
+	g.n++
+	g.now[c] = s.ret + g.rng.Int63n(500e3)
+	if s.status == history.Unknown && s.proc == g.proc[c] {
+		g.procs++
+		g.proc[c] = g.procs
+	}
+	return s.status
+}
+
+// next picks the client whose next call comes first.
+func (g *wlGen) next() int {
+	c := 0
+	for i := range g.now {
+		if g.now[i] < g.now[c] {
+			c = i
+		}
+	}
+	return c
+}
+
+// genWorkload simulates o.workload and returns its history.
+func genWorkload(t testing.TB, o wlOptions) *history.History {
+	g := newWLGen(t, o)
+	switch o.workload {
+	case "batch":
+		genBatch(g)
+	case "stock":
+		genStock(g)
+	case "fenced":
+		genFenced(g)
+	case "reentrant":
+		genReentrant(g)
+	default:
+		t.Fatalf("no generator for %q", o.workload)
+	}
+	g.seqByApply()
+	return g.b.build()
+}
+
+// seqByApply numbers the resource's operations per key in the order it
+// applied them: each at an instant drawn between its call and its return,
+// so that one that returned late may have been applied before others
+// that returned in the meantime.
+func (g *wlGen) seqByApply() {
+	type applied struct {
+		e  *history.Event
+		at int64
+	}
+	call := map[int64]int64{}
+	var done []applied
+	for i := range g.b.events {
+		e := &g.b.events[i]
+		switch {
+		case e.Type == history.Invoke:
+			call[e.ID] = e.Time
+		case e.Type.IsCompletion() && e.Seq > 0:
+			done = append(done, applied{e, call[e.ID] + g.rng.Int63n(e.Time-call[e.ID]+1)})
+		}
+	}
+	sort.SliceStable(done, func(i, j int) bool { return done[i].at < done[j].at })
+	seq := map[string]int64{}
+	for _, d := range done {
+		seq[d.e.Key]++
+		d.e.Seq = seq[d.e.Key]
+	}
+}
+
+// genBatch: schedulers pull the oldest pending tasks of a queue and
+// enqueue them; a chaotic one pulls them while another has them too.
+func genBatch(g *wlGen) {
+	next := map[string]int64{}
+	pending := map[string][]int64{}
+	for g.n < g.o.ops {
+		c := g.next()
+		key := fmt.Sprintf("q:%d", g.rng.Intn(2))
+		g.turn(c, key, 2e6)
+		for len(pending[key]) < 3 {
+			next[key]++
+			pending[key] = append(pending[key], next[key])
+		}
+		tasks := append([]int64(nil), pending[key][:3]...)
+		if g.rng.Float64() >= g.o.chaos {
+			pending[key] = pending[key][3:]
+		}
+		for _, id := range tasks {
+			g.op(c, spec{op: history.Enqueue, key: key, value: history.Int64(id), seq: 1, status: history.OK}, 0)
+		}
+	}
+}
+
+// genStock: buyers buy one unit each of the current sale of an item; the
+// one who finds it sold out stocks the next. A chaotic buyer sells whatever
+// the stock and the buyers say, and one that returns late may sell in a
+// sale that is over.
+func genStock(g *wlGen) {
+	const units, users = 3, 5
+	round := map[int]int{}
+	stock := map[string]int{}
+	bought := map[string]map[int64]bool{}
+	for g.n < g.o.ops {
+		c := g.next()
+		item := g.rng.Intn(2)
+		sk := fmt.Sprintf("sale:%d:%d", item, round[item])
+		if _, ok := stock[sk]; !ok {
+			stock[sk] = units
+			bought[sk] = map[int64]bool{}
+			g.op(c, spec{op: history.Restock, key: sk, value: history.Int64(units), status: history.OK}, 0)
+			continue
+		}
+		g.turn(c, sk, 1e6)
+		user := int64(1 + g.rng.Intn(users))
+		chaotic := g.rng.Float64() < g.o.chaos
+		st := history.Fail
+		switch {
+		case chaotic || stock[sk] > 0 && !bought[sk][user]:
+			st = ""
+			stock[sk]--
+			bought[sk][user] = true
+		case stock[sk] <= 0:
+			round[item]++
+		}
+		g.op(c, spec{op: history.Buy, key: sk, value: history.Int64(user), status: st}, 0)
+	}
+}
+
+// genFenced: holders take a fencing token with the lock, read the counter
+// and write it back plus one, both carrying the token; the resource
+// refuses now and then, and a token may come out lower than the last.
+func genFenced(g *wlGen) {
+	token := map[string]int64{}
+	counter := map[string]int64{}
+	for g.n < g.o.ops {
+		c := g.next()
+		n := g.rng.Intn(2)
+		key, lock := fmt.Sprintf("res:%d", n), fmt.Sprintf("lock:%d", n)
+		g.turn(c, key, 2e6)
+		token[lock]++
+		f := token[lock]
+		if g.rng.Float64() < g.o.chaos/4 {
+			f = max(1, f-2)
+		}
+		lease := fmt.Sprintf("c%d-%d", c, g.n)
+		if g.op(c, spec{op: history.Acquire, key: lock, lease: lease, ttl: g.o.ttl, status: history.OK}, f) != history.OK {
+			continue
+		}
+		v := counter[key]
+		if g.op(c, spec{op: history.Read, key: key, value: history.Int64(v), seq: 1}, f) != history.OK {
+			continue
+		}
+		st := history.Type("")
+		if g.rng.Float64() < 0.1 {
+			st = history.Fail
+		}
+		if g.op(c, spec{op: history.Write, key: key, value: history.Int64(v + 1), seq: 1, status: st}, f) == history.OK {
+			counter[key] = v + 1
+		}
+		g.op(c, spec{op: history.Release, key: lock, lease: lease, status: history.OK, deleted: history.Bool(true)}, 0)
+	}
+}
+
+// genReentrant: owners take a key, take it again nested, renew it from a
+// watchdog, and release twice; a count may come out one off (a replayed
+// increment, a lost decrement).
+func genReentrant(g *wlGen) {
+	dogs := make([]int, g.o.clients)
+	for g.n < g.o.ops {
+		c := g.next()
+		key := fmt.Sprintf("lock:%d", g.rng.Intn(2))
+		g.turn(c, key, 3e6)
+		owner := fmt.Sprintf("c%d", c)
+		n := int64(g.n)
+		off := func(d int64) int64 {
+			if g.rng.Float64() < g.o.chaos/3 {
+				return d + int64(g.rng.Intn(3)) - 1
+			}
+			return d
+		}
+		lease := func(d int64) string { return history.ReentrantLease(owner, n, max(d, 1)) }
+		if g.op(c, spec{op: history.Acquire, key: key, lease: lease(off(1)), ttl: g.o.ttl}, 0) != history.OK {
+			continue
+		}
+		if g.rng.Intn(2) == 0 {
+			if dogs[c] == 0 {
+				g.procs++
+				dogs[c] = g.procs
+			}
+			g.op(c, spec{op: history.Refresh, proc: dogs[c], key: key, lease: lease(1), ttl: g.o.ttl, status: history.OK}, 0)
+		}
+		if g.op(c, spec{op: history.NestedAcquire, key: key, lease: lease(off(2)), ttl: g.o.ttl}, 0) != history.OK {
+			continue
+		}
+		if g.op(c, spec{op: history.NestedRelease, key: key, lease: lease(2), value: history.Int64(off(1))}, 0) != history.OK {
+			continue
+		}
+		g.op(c, spec{op: history.Release, key: key, lease: lease(1), value: history.Int64(off(0))}, 0)
+	}
+}
