@@ -25,6 +25,8 @@ type clients struct {
 	// the anomaly Options.StopWhen (or StopOnAnomaly) waits for.
 	stopCtx context.Context
 	stop    context.CancelFunc
+	// stopStalls ends the watch of the harness's own stalls.
+	stopStalls func()
 }
 
 // startClients is stage 2: the recorder and its live check, then each
@@ -53,6 +55,7 @@ func startClients(ctx context.Context, r *run) (*clients, error) {
 	}
 	// The history is checked while it is recorded, and kept only on disk.
 	c.rec = history.NewRecorder(out, r.info, 100*time.Millisecond, history.KeepNone(), history.OnEvent(live.add))
+	c.stopStalls = live.watchStalls(c.rec)
 	if o, ok := r.env.topo.(cluster.Observed); ok {
 		o.Observe(func(e history.Event) { c.rec.Info(e) }) // master switches
 	}
@@ -88,5 +91,6 @@ func startClients(ctx context.Context, r *run) (*clients, error) {
 // when the run ends normally).
 func (c *clients) close() {
 	c.stop()
+	c.stopStalls()
 	_ = c.rec.Close()
 }

@@ -135,6 +135,19 @@ func (l *liveCheck) loop(ctx context.Context) {
 	}
 }
 
+// watchStalls records the stalls of the harness in rec's history (see
+// history.WatchStalls) until the returned stop is called: the checks then
+// tell a lease that ran out while the harness stood still from one a fault
+// or the lock let run out. stop may be called more than once.
+func (l *liveCheck) watchStalls(rec *history.Recorder) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := history.WatchStalls(ctx, rec, history.StallOptions{})
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // operations is how many operations were recorded; call it after finish.
 func (l *liveCheck) operations() int { return l.val.Operations() }
 

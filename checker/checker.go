@@ -108,6 +108,10 @@ type Anomaly struct {
 	// AfterSwitch marks an anomaly that started shortly after a master
 	// switch (see MarkAfterSwitch).
 	AfterSwitch bool `json:"after_switch,omitempty"`
+	// HarnessStall marks an anomaly that a stall of the harness itself
+	// explains (see Stream): Detail says which. It is listed, and counted
+	// in Stalled rather than Count: it is not the lock's failure.
+	HarnessStall bool `json:"harness_stall,omitempty"`
 
 	stuck *stuckSpan // a stuck-lock's stretch, for a stream to join its parts
 	// owner is when the anomaly is settled, if later than StartNS: the
@@ -128,9 +132,12 @@ type Result struct {
 	// Anomalies lists what was found, at most MaxAnomalies of each kind, so
 	// that a lock broken ten thousand times over still gives a readable
 	// report; Count has the totals.
-	Anomalies []Anomaly        `json:"anomalies"`
-	Count     map[Kind]int     `json:"count"`
-	Stats     map[string]int64 `json:"stats,omitempty"`
+	Anomalies []Anomaly    `json:"anomalies"`
+	Count     map[Kind]int `json:"count"`
+	// Stalled counts the anomalies a stall of the harness explains; they
+	// do not make the verdict.
+	Stalled map[Kind]int     `json:"stalled,omitempty"`
+	Stats   map[string]int64 `json:"stats,omitempty"`
 	// Error says why the verdict is Unknown.
 	Error string `json:"error,omitempty"`
 }
@@ -143,6 +150,8 @@ type Report struct {
 	Results   []Result     `json:"results"`
 	Anomalies []Anomaly    `json:"anomalies"`
 	Count     map[Kind]int `json:"count"`
+	// Stalled counts the anomalies a stall of the harness explains, apart.
+	Stalled map[Kind]int `json:"stalled,omitempty"`
 	// Severity counts the anomalies by severity (from Count, so the totals
 	// are exact even where the list is capped).
 	Severity map[Severity]int `json:"severity"`
@@ -202,6 +211,11 @@ func (c *collector) add(a Anomaly) {
 	if c.max >= 0 && c.res.Count[a.Kind] > c.max {
 		return
 	}
+	c.res.Anomalies = append(c.res.Anomalies, filled(a))
+}
+
+// filled is a with empty lists where it has none, for the JSON readers.
+func filled(a Anomaly) Anomaly {
 	if a.Clients == nil {
 		a.Clients = []int{}
 	}
@@ -214,7 +228,22 @@ func (c *collector) add(a Anomaly) {
 	if a.Leases == nil {
 		a.Leases = []string{}
 	}
-	c.res.Anomalies = append(c.res.Anomalies, a)
+	return a
+}
+
+// addStalled lists a, which a stall of the harness explains, without
+// counting it against the verdict.
+func (c *collector) addStalled(a Anomaly) {
+	a.HarnessStall = true
+	if c.res.Stalled == nil {
+		c.res.Stalled = map[Kind]int{}
+	}
+	c.res.Stalled[a.Kind]++
+	if c.max >= 0 && c.res.Stalled[a.Kind] > c.max {
+		return
+	}
+	a.Severity = SeverityOf(a.Kind)
+	c.res.Anomalies = append(c.res.Anomalies, filled(a))
 }
 
 func (c *collector) stat(name string, v int64) { c.res.Stats[name] = v }
@@ -347,6 +376,12 @@ func Fold(results ...Result) Report {
 		for k, n := range r.Count {
 			rep.Count[k] += n
 			rep.Severity[SeverityOf(k)] += n
+		}
+		for k, n := range r.Stalled {
+			if rep.Stalled == nil {
+				rep.Stalled = map[Kind]int{}
+			}
+			rep.Stalled[k] += n
 		}
 		for i := range r.Anomalies {
 			if a := &r.Anomalies[i]; a.Severity == "" {

@@ -69,7 +69,9 @@ func (m *countModel) mayHaveExpired(o *history.Operation) bool {
 	return true
 }
 
-func (r *reentrant) Check(ctx context.Context, h *history.History) Result { return checkWhole(ctx, r, h) }
+func (r *reentrant) Check(ctx context.Context, h *history.History) Result {
+	return checkWhole(ctx, r, h)
+}
 
 // Start implements Windowed: per owner and key the judge carries the
 // model (the count's range, the renewals that may still keep the key) and

@@ -21,7 +21,9 @@ type staleWrite struct{ s settings }
 
 func (*staleWrite) Name() string { return "stale-write" }
 
-func (w *staleWrite) Check(ctx context.Context, h *history.History) Result { return checkWhole(ctx, w, h) }
+func (w *staleWrite) Check(ctx context.Context, h *history.History) Result {
+	return checkWhole(ctx, w, h)
+}
 
 // Start implements Windowed: per key the judge carries the accepted
 // request with the highest token, and the requests it cannot order yet.

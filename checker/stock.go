@@ -28,7 +28,9 @@ type oversell struct{ s settings }
 
 func (*oversell) Name() string { return "oversell" }
 
-func (s *oversell) Check(ctx context.Context, h *history.History) Result { return checkWhole(ctx, s, h) }
+func (s *oversell) Check(ctx context.Context, h *history.History) Result {
+	return checkWhole(ctx, s, h)
+}
 
 // Start implements Windowed.
 func (s *oversell) Start() Judge {

@@ -41,6 +41,8 @@ func (s *Stream) track(e history.Event) {
 		switch e.Op {
 		case history.FaultStart, history.FaultHeal, history.FaultStep, history.MasterSwitch:
 			s.faults = append(s.faults, e)
+		case history.Stall:
+			s.noteStall(e)
 		case history.Crash:
 			for _, l := range s.holds[e.Process] {
 				l.held, l.crash = false, e.Index

@@ -378,6 +378,9 @@ func printReport(w io.Writer, r *checker.Report, details string) {
 		}
 		fmt.Fprintf(w, "anomalies: %s%s\n", strings.Join(parts, ", "), details)
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
 func exitCode(got, want checker.Verdict, w io.Writer) int {

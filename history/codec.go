@@ -68,6 +68,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	}
 	b = appendInt(b, `,"held_from":`, e.HeldFrom)
 	b = appendInt(b, `,"held_to":`, e.HeldTo)
+	b = appendInt(b, `,"from":`, e.From)
 	if e.Fault != "" {
 		b = appendStr(append(b, `,"fault":`...), e.Fault)
 	}
@@ -302,6 +303,8 @@ func (p *lineParser) field(e *Event, name []byte) bool {
 		return p.intField(&e.HeldFrom)
 	case "held_to":
 		return p.intField(&e.HeldTo)
+	case "from":
+		return p.intField(&e.From)
 	case "tries":
 		return p.tries(e)
 	}

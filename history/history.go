@@ -69,6 +69,11 @@ const (
 	FaultStep Op = "fault-step"
 	// MasterSwitch: the node serving as master changed (Target is the new one).
 	MasterSwitch Op = "master-switch"
+	// Stall: the harness itself stood still from From to the event's time
+	// (its collector, its scheduler, its recorder): its clients could
+	// neither act nor stamp what they saw, so a lease may have run out
+	// under a holder that was not paused by any fault the run asked for.
+	Stall Op = "harness-stall"
 )
 
 // Event is one line of history.jsonl.
@@ -118,6 +123,8 @@ type Event struct {
 	// it (a late lease it refused and deleted). Both 0 when it did not.
 	HeldFrom int64 `json:"held_from,omitempty"`
 	HeldTo   int64 `json:"held_to,omitempty"`
+	// From is, on a harness-stall, when the stall began (it ends at Time).
+	From int64 `json:"from,omitempty"`
 	// Fault names the fault of a FaultStart/FaultHeal event; Target what it hit.
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`

@@ -74,7 +74,7 @@ func (c *readConfig) classOf(op Op) opClass {
 		return lockOp
 	case Read, Write, Enqueue, Restock, Buy:
 		return resourceOp
-	case Crash, FaultStart, FaultStep, FaultHeal, MasterSwitch:
+	case Crash, FaultStart, FaultStep, FaultHeal, MasterSwitch, Stall:
 		return infoOp
 	}
 	if op != "" && op != RunOp && c.extra[op] {
@@ -191,6 +191,12 @@ func fieldRules() []fieldRule {
 				return err.Error()
 			}
 			return ""
+		}},
+		{"from", func(e, inv *Event, _ opClass) string {
+			if p := only(e.From != 0, e.Op == Stall, "on harness-stall"); p != "" {
+				return p
+			}
+			return inRange(e.From, 0, e.Time)
 		}},
 		{"fault", func(e, inv *Event, _ opClass) string {
 			fault := e.Op == FaultStart || e.Op == FaultStep || e.Op == FaultHeal

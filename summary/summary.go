@@ -29,8 +29,13 @@ type Summary struct {
 	Interrupted bool                 `json:"interrupted,omitempty"`
 	Counts      map[checker.Kind]int `json:"counts"`
 	Anomalies   []checker.Anomaly    `json:"anomalies"`
-	Checkers    []checker.Result     `json:"checkers"`
-	Stats       Stats                `json:"stats"`
+	// Stalled counts, apart from Counts, the anomalies a stall of the
+	// harness itself explains; Notes say how the verdict was reached (see
+	// checker.Report).
+	Stalled  map[checker.Kind]int `json:"stalled,omitempty"`
+	Notes    []string             `json:"notes,omitempty"`
+	Checkers []checker.Result     `json:"checkers"`
+	Stats    Stats                `json:"stats"`
 	// Faults are the fault windows of the history, from the instant each
 	// took effect to its heal.
 	Faults []history.Window `json:"faults"`
