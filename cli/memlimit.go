@@ -6,22 +6,24 @@ import (
 )
 
 // memoryLimit is the soft heap limit of `torture run`, `matrix` and
-// `check`. A run or a check holds a few windows of events (a lease bounds
-// how far back a check looks), but between collections the Go runtime lets
-// the heap grow to twice what is live: a full-speed token run (8 clients,
-// about 10k lock operations a second) holds about 450 MB live and peaked at
-// 1.1 GB of RSS with no limit; a 1M-operation check peaked at about 1.05 GB.
-// With the limit the collector runs earlier instead, for a few percent of
-// CPU. A larger live heap (a workload whose checkers need the whole
-// history) still gets the memory it needs: the limit is soft.
+// `check`. A run or a check holds a few windows of events and what its
+// checkers carry across them (every checker streams, see checker.Stream):
+// a full-speed token run, 8 clients at 25k operations a second, keeps
+// 50 to 150 MB live whatever its length or workload. The limit is a
+// backstop for a run that keeps more (a checker from outside that needs
+// the whole history, an hours-long stall): the collector then runs earlier
+// instead of the machine running out.
 const memoryLimit = 900 << 20
 
-// gcPercent lets the heap grow to five times what is live before a
-// collection, up to memoryLimit. A window's events are long-lived and
-// mostly pointers, so each collection is costly: at the default of 100 the
-// collector took about a tenth of a full-speed run's CPU and of a check's.
-// Below the limit memory is there to use; at it, the limit decides.
-const gcPercent = 400
+// gcPercent lets the heap grow to three times what is live before a
+// collection. A window's events are long-lived and mostly pointers, so
+// each collection is costly: at the default of 100 the collector took
+// about a tenth of a full-speed run's CPU. At 400 (five times live) a run
+// lived against the limit, where the collector runs back to back and
+// holds up the allocating goroutines, and a client held up that long
+// outlives its lease (a false alarm: see history.WatchStalls). Three times
+// a live heap of 150 MB stays well below the limit.
+const gcPercent = 200
 
 // limitMemory sets memoryLimit and gcPercent unless the user set
 // GOMEMLIMIT or GOGC.
