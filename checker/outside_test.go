@@ -1,0 +1,108 @@
+package checker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
+)
+
+// lateRelease is a checker as another module writes one, with the exported
+// API only: a release that deleted nothing (its lease had run out) is an
+// anomaly of its own kind. It streams: each window's operations, once.
+type lateRelease struct{}
+
+func (lateRelease) Name() string { return "late-release" }
+
+func (l lateRelease) Check(ctx context.Context, h *history.History) checker.Result {
+	return l.Start().Judge(ctx, checker.WholeWindow(h))
+}
+
+func (lateRelease) Start() checker.Judge { return lateJudge{} }
+
+type lateJudge struct{}
+
+func (lateJudge) Judge(_ context.Context, w *checker.Window) checker.Result {
+	r := checker.Result{Checker: "late-release", Verdict: checker.Valid, Count: map[checker.Kind]int{}}
+	for _, o := range w.Ops {
+		if o.Op == history.Release && o.Status == history.OK && o.Deleted != nil && !*o.Deleted {
+			r.Anomalies = append(r.Anomalies, checker.Anomaly{Kind: "late-release", Clients: []int{o.Client},
+				Keys: []string{o.Key}, StartNS: o.Call, EndNS: o.Return, Detail: "a release deleted nothing"})
+			r.Count["late-release"]++
+			r.Verdict = checker.Invalid
+		}
+	}
+	return r
+}
+
+// opCount needs the whole history at once: it implements Checker only.
+type opCount struct{}
+
+func (opCount) Name() string { return "op-count" }
+
+func (opCount) Check(_ context.Context, h *history.History) checker.Result {
+	return checker.Result{Checker: "op-count", Verdict: checker.Valid, Count: map[checker.Kind]int{},
+		Stats: map[string]int64{"ops": int64(len(h.Operations()))}}
+}
+
+// A checker from another module that implements Windowed streams like the
+// built-ins (nothing is kept for it, and it finds what it finds on the
+// whole history); one that implements only Checker still runs, and the
+// report says the stream had to keep every event for it.
+func TestOutsideCheckersStream(t *testing.T) {
+	ctx := context.Background()
+	reg := checker.Builtin()
+	err := reg.Register(
+		checker.Entry{Name: "late-release", Summary: "a release deleted nothing", New: func(checker.MutexOptions) checker.Checker { return lateRelease{} }},
+		checker.Entry{Name: "op-count", Summary: "operations, counted at the end", New: func(checker.MutexOptions) checker.Checker { return opCount{} }},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		unbounded bool
+	}{
+		{"late-release", false},
+		{"op-count", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			found := 0
+			for seed := int64(1); seed <= 10; seed++ {
+				h := checker.GenOverruns(t, seed)
+				e, err := reg.Get(tt.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := e.New(checker.MutexOptions{}).Check(ctx, h)
+				s, err := checker.NewStream(reg, []string{tt.name}, checker.MutexOptions{MaxAnomalies: -1}, checker.StreamOptions{Window: 20e6})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+				for _, ev := range h.Events {
+					s.Add(ctx, ev)
+				}
+				rep := s.Close(ctx)
+				if got := len(s.Unbounded()) > 0; got != tt.unbounded {
+					t.Fatalf("unbounded %v (%v), want %v", got, s.Unbounded(), tt.unbounded)
+				}
+				if noted := strings.Contains(strings.Join(rep.Notes, "\n"), "memory not bounded: checker "+tt.name); noted != tt.unbounded {
+					t.Fatalf("notes %q", rep.Notes)
+				}
+				for _, r := range rep.Results {
+					if r.Checker == tt.name && (r.Verdict != want.Verdict || r.Count["late-release"] != want.Count["late-release"]) {
+						t.Fatalf("seed %d: stream %s %v, whole %s %v", seed, r.Verdict, r.Count, want.Verdict, want.Count)
+					}
+				}
+				found += want.Count["late-release"]
+			}
+			if tt.name == "late-release" && found == 0 {
+				t.Fatal("no late release in the histories: the test shows nothing")
+			}
+		})
+	}
+}
