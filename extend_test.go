@@ -52,17 +52,35 @@ func (flushKeys) Start(ctx context.Context, t *nemesis.Target, _ *rand.Rand, mar
 func (flushKeys) Heal(context.Context, *nemesis.Target) error { return nil }
 
 // longHolds is a checker written outside the checker package: it flags any
-// hold longer than a limit, the kind of house rule a team may gate on.
+// hold longer than a limit, the kind of house rule a team may gate on. It
+// streams (checker.Windowed): a run judges it window by window, carrying
+// each process's open hold across the cuts, so its memory stays bounded.
 type longHolds struct{ limit time.Duration }
 
 const kindLongHold checker.Kind = "long-hold"
 
 func (longHolds) Name() string { return "long-holds" }
 
-func (c longHolds) Check(_ context.Context, h *history.History) checker.Result {
-	res := checker.Result{Checker: c.Name(), Verdict: checker.Valid, Anomalies: []checker.Anomaly{}, Count: map[checker.Kind]int{}}
-	acquired := map[int]history.Operation{} // by process
-	for _, op := range h.Operations() {
+func (c longHolds) Check(ctx context.Context, h *history.History) checker.Result {
+	return c.Start().Judge(ctx, checker.WholeWindow(h))
+}
+
+func (c longHolds) Start() checker.Judge {
+	return &longHoldsJudge{limit: c.limit, acquired: map[int]history.Operation{}}
+}
+
+type longHoldsJudge struct {
+	limit    time.Duration
+	acquired map[int]history.Operation // by process
+}
+
+// Judge takes a window's operations in the order they completed: a
+// process's acquire comes before its release, in this window or an
+// earlier one.
+func (c *longHoldsJudge) Judge(_ context.Context, w *checker.Window) checker.Result {
+	res := checker.Result{Checker: "long-holds", Verdict: checker.Valid, Anomalies: []checker.Anomaly{}, Count: map[checker.Kind]int{}}
+	acquired := c.acquired
+	for _, op := range w.Ops {
 		switch {
 		case op.Op == history.Acquire && op.Status == history.OK:
 			acquired[op.Process] = op
