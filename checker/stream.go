@@ -27,8 +27,10 @@ import (
 //     TTL) or that may still be alive, with all its operations, and the
 //     operation or crash that ended its hold;
 //   - operations not yet completed, and every fault and master switch;
-//   - the guarded counter's last value per key (lost-update) and the
-//     highest fencing token handed out per key (fence-regression).
+//   - what each checker's own Judge carries: the guarded counter's last
+//     value per key (lost-update), the highest fencing token handed out
+//     (fence-regression), the tasks queued (duplicate-work), each sale's
+//     count (oversell), each owner's hold count (reentrant).
 //
 // The guarded resource's operations (half the events of a mutex run) are
 // not retained with the lock operations: no lock checker reads one that
