@@ -152,8 +152,6 @@ func freeState(s lockState) lockState {
 // operation after one that took effect only once it had returned. Tracking
 // now refuses both, and is still sound.
 func stepLock(s lockState, in *lockInput) (bool, lockState) {
-	lenient := in.mode == modeBounded || in.noop
-	relaxed := in.mode == modeRelaxed
 	p := max(s.now, in.call)
 	if p > in.ret {
 		// An operation placed before it took effect after it returned
@@ -161,142 +159,173 @@ func stepLock(s lockState, in *lockInput) (bool, lockState) {
 		if in.status == history.Fail && in.kind != kRefresh {
 			return true, s // it did nothing, at no particular point
 		}
-		return in.status == history.Unknown && lenient, s
+		return in.status == history.Unknown && (in.mode == modeBounded || in.noop), s
 	}
-	// expiry reports whether the holder's lease can have run out at a point
-	// this operation may still take, and the earliest such point.
-	expiry := func() (bool, int64) {
-		if s.ttl <= 0 {
-			return false, 0
-		}
-		t := max(p, s.start+s.ttl-expirySlack)
-		return t <= in.ret, t
-	}
-	mine := s.holder != 0 && s.holder == in.lease
-	n := s
+	st := lockStep{s: s, in: in, p: p, lenient: in.mode == modeBounded || in.noop, relaxed: in.mode == modeRelaxed,
+		mine: s.holder != 0 && s.holder == in.lease}
 	switch in.kind {
 	case kAcquire:
-		if in.status == history.Fail {
-			return true, s
-		}
-		at := p
-		if s.holder != 0 && !mine {
-			ok, t := expiry()
-			if !ok {
-				// Held by a live lease: an ok acquire is illegal; an
-				// unknown one did not happen here.
-				return in.status == history.Unknown && lenient, s
-			}
-			at = t
-		}
-		n.holder, n.start, n.ttl, n.now = in.lease, at, in.ttl, at
-		return true, n
+		return st.acquire()
 	case kRelease:
-		switch in.status {
-		case history.Fail:
-			return true, s
-		case history.Unknown:
-			if mine {
-				n = freeState(s)
-				n.now = p
-				return true, n
-			}
-			return lenient, s
-		}
-		if mine {
-			if in.deleted {
-				n = freeState(s)
-				n.now = p
-				return true, n
-			}
-			// Our own key was not there: legal only if it had expired.
-			ok, t := expiry()
-			if !ok {
-				return false, s
-			}
-			n = freeState(s)
-			n.now = t
-			return true, n
-		}
-		if !in.deleted {
-			n.now = p
-			return true, n
-		}
-		// It deleted a key that was not its own. That is only legal if the
-		// holder's lease could have run out: deleting a live lease is the
-		// very thing an owner-aware lock must not do.
-		if s.holder == 0 {
-			// Nobody holds it, so there was nothing to delete, unless an
-			// acquire of unknown outcome left a key behind.
-			switch {
-			case !relaxed:
-			case in.ghostCalls != nil && !in.orphan:
-				// Exactly: the next unused acquire of unknown outcome
-				// wrote the key just before this release deleted it.
-				if int(s.ghosts) < len(in.ghostCalls) && in.ghostCalls[s.ghosts] <= in.ret {
-					n.now = max(p, in.ghostCalls[s.ghosts])
-					n.ghosts++
-					return true, n
-				}
-			case in.orphan || in.orphanFrom <= in.ret:
-				n.now = p
-				return true, n
-			}
-			return false, s
-		}
-		ok, t := expiry()
-		if !ok {
-			return false, s
-		}
-		n = freeState(s)
-		n.now = t
-		return true, n
+		return st.release()
 	case kRefresh:
-		switch in.status {
-		case history.OK:
-			if !mine && relaxed && in.orphan {
-				// The lease's acquire was left out; it may have taken the
-				// lock wherever it was free or its holder expired.
-				if s.holder == 0 {
-					n.now = p
-					return true, n
-				}
-				ok, t := expiry()
-				n.now = t
-				return ok, n
-			}
-			if !mine {
-				return false, s
-			}
-			n.start, n.now = p, p
-			if in.ttl > 0 {
-				n.ttl = in.ttl
-			}
-			return true, n
-		case history.Unknown:
-			if !mine {
-				return lenient, s
-			}
-			n.start, n.now = p, p
-			if in.ttl > 0 {
-				n.ttl = in.ttl
-			}
-			return true, n
-		}
-		// Refresh failed: the lease is not ours any more.
-		if !mine {
-			n.now = p
-			return true, n
-		}
-		ok, t := expiry()
+		return st.refresh()
+	}
+	return false, s
+}
+
+// lockStep is one operation applied to one state: in placed at p.
+type lockStep struct {
+	s  lockState
+	in *lockInput
+	p  int64
+	// lenient: an unknown operation that cannot go here did not happen
+	// (the bounded search, or an operation that changes nothing);
+	// relaxed: the relaxed search; mine: in acts for the holder's lease.
+	lenient, relaxed, mine bool
+}
+
+// expiry reports whether the holder's lease can have run out at a point
+// this operation may still take, and the earliest such point.
+func (st *lockStep) expiry() (bool, int64) {
+	if st.s.ttl <= 0 {
+		return false, 0
+	}
+	t := max(st.p, st.s.start+st.s.ttl-expirySlack)
+	return t <= st.in.ret, t
+}
+
+// expire frees the key once the holder's lease can have run out, if it
+// can while this operation may take effect.
+func (st *lockStep) expire() (bool, lockState) {
+	ok, t := st.expiry()
+	if !ok {
+		return false, st.s
+	}
+	n := freeState(st.s)
+	n.now = t
+	return true, n
+}
+
+// freed frees the key at the operation's point.
+func (st *lockStep) freed() (bool, lockState) {
+	n := freeState(st.s)
+	n.now = st.p
+	return true, n
+}
+
+func (st *lockStep) acquire() (bool, lockState) {
+	s, in, n := st.s, st.in, st.s
+	if in.status == history.Fail {
+		return true, s
+	}
+	at := st.p
+	if s.holder != 0 && !st.mine {
+		ok, t := st.expiry()
 		if !ok {
-			return false, s
+			// Held by a live lease: an ok acquire is illegal; an
+			// unknown one did not happen here.
+			return in.status == history.Unknown && st.lenient, s
 		}
-		n = freeState(s)
-		n.now = t
+		at = t
+	}
+	n.holder, n.start, n.ttl, n.now = in.lease, at, in.ttl, at
+	return true, n
+}
+
+func (st *lockStep) release() (bool, lockState) {
+	s, in, n := st.s, st.in, st.s
+	switch in.status {
+	case history.Fail:
+		return true, s
+	case history.Unknown:
+		if st.mine {
+			return st.freed()
+		}
+		return st.lenient, s
+	}
+	if st.mine {
+		if in.deleted {
+			return st.freed()
+		}
+		// Our own key was not there: legal only if it had expired.
+		return st.expire()
+	}
+	if !in.deleted {
+		n.now = st.p
+		return true, n
+	}
+	// It deleted a key that was not its own. That is only legal if the
+	// holder's lease could have run out: deleting a live lease is the
+	// very thing an owner-aware lock must not do.
+	if s.holder == 0 {
+		return st.deleteGhost()
+	}
+	return st.expire()
+}
+
+// deleteGhost is an ok release that deleted a key nobody held: legal only
+// if an acquire of unknown outcome left one behind.
+func (st *lockStep) deleteGhost() (bool, lockState) {
+	s, in, n := st.s, st.in, st.s
+	switch {
+	case !st.relaxed:
+	case in.ghostCalls != nil && !in.orphan:
+		// Exactly: the next unused acquire of unknown outcome wrote the
+		// key just before this release deleted it.
+		if int(s.ghosts) < len(in.ghostCalls) && in.ghostCalls[s.ghosts] <= in.ret {
+			n.now = max(st.p, in.ghostCalls[s.ghosts])
+			n.ghosts++
+			return true, n
+		}
+	case in.orphan || in.orphanFrom <= in.ret:
+		n.now = st.p
 		return true, n
 	}
 	return false, s
+}
+
+func (st *lockStep) refresh() (bool, lockState) {
+	s, in, n := st.s, st.in, st.s
+	switch in.status {
+	case history.OK:
+		if !st.mine && st.relaxed && in.orphan {
+			// The lease's acquire was left out; it may have taken the
+			// lock wherever it was free or its holder expired.
+			if s.holder == 0 {
+				n.now = st.p
+				return true, n
+			}
+			ok, t := st.expiry()
+			n.now = t
+			return ok, n
+		}
+		if !st.mine {
+			return false, s
+		}
+		return true, st.renewed()
+	case history.Unknown:
+		if !st.mine {
+			return st.lenient, s
+		}
+		return true, st.renewed()
+	}
+	// Refresh failed: the lease is not ours any more.
+	if !st.mine {
+		n.now = st.p
+		return true, n
+	}
+	return st.expire()
+}
+
+// renewed is the state with the holder's lease renewed at the point.
+func (st *lockStep) renewed() lockState {
+	n := st.s
+	n.start, n.now = st.p, st.p
+	if st.in.ttl > 0 {
+		n.ttl = st.in.ttl
+	}
+	return n
 }
 
 // hashState mixes the state's fields (splitmix64 finalizer); porcupine uses
