@@ -112,89 +112,9 @@ func newIndex(h *history.History) *index {
 			}
 		}
 	}
-	// byID finds the key of releases and refreshes that do not name it.
-	byID := map[string]*lease{}
-	// lastLease remembers each process's latest acquisition per key, for
-	// releases and refreshes that do not name their lease.
-	type pk struct {
-		proc int
-		key  string
-	}
-	lastLease := map[pk]string{}
-	get := func(key string) *keyIndex {
-		k := ix.perKey[key]
-		if k == nil {
-			k = &keyIndex{key: key, byLease: map[string]*lease{}}
-			ix.perKey[key] = k
-		}
-		return k
-	}
+	b := indexer{ix: ix, byID: map[string]*lease{}, lastLease: map[procKey]string{}}
 	for i := range ix.ops {
-		o := &ix.ops[i]
-		ix.byProcess[o.Process] = append(ix.byProcess[o.Process], i)
-		switch o.Op {
-		case history.Acquire, history.Release, history.Refresh:
-		case history.Read:
-			get(o.Key).reads = append(get(o.Key).reads, i)
-			continue
-		case history.Write:
-			get(o.Key).writes = append(get(o.Key).writes, i)
-			continue
-		default:
-			continue
-		}
-		if o.Op == history.Acquire {
-			if o.Lease == "" && o.Status != history.Fail {
-				// A lock that hands out no token still made one
-				// acquisition; name it after the operation.
-				o.Lease = fmt.Sprintf("op-%d", o.ID)
-			}
-			if o.Lease != "" {
-				lastLease[pk{o.Process, o.Key}] = o.Lease
-			}
-		} else {
-			if o.Key == "" && o.Lease != "" {
-				if l := byID[o.Lease]; l != nil {
-					o.Key = l.key
-				}
-			}
-			if o.Lease == "" {
-				o.Lease = lastLease[pk{o.Process, o.Key}]
-			}
-		}
-		k := get(o.Key)
-		k.lockOps = append(k.lockOps, i)
-		if o.Lease == "" {
-			if o.Op == history.Acquire {
-				k.acquires = append(k.acquires, i)
-			}
-			if o.Op == history.Release {
-				k.releases = append(k.releases, i)
-			}
-			continue
-		}
-		l := k.byLease[o.Lease]
-		if l == nil {
-			l = &lease{key: o.Key, id: o.Lease, acquire: -1}
-			k.byLease[o.Lease] = l
-			if byID[o.Lease] == nil {
-				byID[o.Lease] = l
-			}
-		}
-		switch o.Op {
-		case history.Acquire:
-			k.acquires = append(k.acquires, i)
-			if l.acquire < 0 {
-				l.acquire = i
-				l.ttl = int64(o.TTL)
-				k.leases = append(k.leases, l)
-			}
-		case history.Release:
-			k.releases = append(k.releases, i)
-			l.releases = append(l.releases, i)
-		case history.Refresh:
-			l.refreshes = append(l.refreshes, i)
-		}
+		b.add(i)
 	}
 	ix.keys = sortedKeys(ix.perKey)
 	for _, key := range ix.keys {
@@ -208,6 +128,108 @@ func newIndex(h *history.History) *index {
 		sort.SliceStable(k.holds, func(i, j int) bool { return k.holds[i].start < k.holds[j].start })
 	}
 	return ix
+}
+
+// procKey is one process's use of one key.
+type procKey struct {
+	proc int
+	key  string
+}
+
+// indexer files each operation of an index under its key and lease.
+type indexer struct {
+	ix *index
+	// byID finds the key of releases and refreshes that do not name it.
+	byID map[string]*lease
+	// lastLease remembers each process's latest acquisition per key, for
+	// releases and refreshes that do not name their lease.
+	lastLease map[procKey]string
+}
+
+func (b *indexer) key(key string) *keyIndex {
+	k := b.ix.perKey[key]
+	if k == nil {
+		k = &keyIndex{key: key, byLease: map[string]*lease{}}
+		b.ix.perKey[key] = k
+	}
+	return k
+}
+
+// add files operation i.
+func (b *indexer) add(i int) {
+	ix := b.ix
+	o := &ix.ops[i]
+	ix.byProcess[o.Process] = append(ix.byProcess[o.Process], i)
+	switch o.Op {
+	case history.Acquire, history.Release, history.Refresh:
+	case history.Read:
+		k := b.key(o.Key)
+		k.reads = append(k.reads, i)
+		return
+	case history.Write:
+		k := b.key(o.Key)
+		k.writes = append(k.writes, i)
+		return
+	default:
+		return
+	}
+	b.name(o)
+	k := b.key(o.Key)
+	k.lockOps = append(k.lockOps, i)
+	if o.Lease == "" {
+		if o.Op == history.Acquire {
+			k.acquires = append(k.acquires, i)
+		}
+		if o.Op == history.Release {
+			k.releases = append(k.releases, i)
+		}
+		return
+	}
+	l := k.byLease[o.Lease]
+	if l == nil {
+		l = &lease{key: o.Key, id: o.Lease, acquire: -1}
+		k.byLease[o.Lease] = l
+		if b.byID[o.Lease] == nil {
+			b.byID[o.Lease] = l
+		}
+	}
+	switch o.Op {
+	case history.Acquire:
+		k.acquires = append(k.acquires, i)
+		if l.acquire < 0 {
+			l.acquire = i
+			l.ttl = int64(o.TTL)
+			k.leases = append(k.leases, l)
+		}
+	case history.Release:
+		k.releases = append(k.releases, i)
+		l.releases = append(l.releases, i)
+	case history.Refresh:
+		l.refreshes = append(l.refreshes, i)
+	}
+}
+
+// name fills in the lease (and key) a lock operation left out.
+func (b *indexer) name(o *history.Operation) {
+	if o.Op == history.Acquire {
+		if o.Lease == "" && o.Status != history.Fail {
+			// A lock that hands out no token still made one
+			// acquisition; name it after the operation.
+			o.Lease = fmt.Sprintf("op-%d", o.ID)
+		}
+		if o.Lease != "" {
+			b.lastLease[procKey{o.Process, o.Key}] = o.Lease
+		}
+		return
+	}
+	if o.Key == "" && o.Lease != "" {
+		if l := b.byID[o.Lease]; l != nil {
+			o.Key = l.key
+		}
+	}
+	if o.Lease == "" {
+		o.Lease = b.lastLease[procKey{o.Process, o.Key}]
+	}
 }
 
 // makeHold works out how long the client believed it held the lease: until it
