@@ -18,7 +18,7 @@ func (r *run) write(ctx context.Context) error {
 	s := summary.Summary{RunID: res.RunID, Run: r.info, Verdict: res.Verdict, Interrupted: res.Interrupted,
 		Stats: res.Stats, Faults: r.clients.live.stream.Faults()}
 	if rep := res.Report; rep != nil {
-		s.Counts, s.Anomalies, s.Checkers = rep.Count, rep.Anomalies, rep.Results
+		s.Counts, s.Classes, s.Anomalies, s.Checkers = rep.Count, rep.Classes, rep.Anomalies, rep.Results
 		s.Stalled, s.Notes = rep.Stalled, rep.Notes
 	}
 	if err := summary.Write(res.Dir, s); err != nil {

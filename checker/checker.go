@@ -134,6 +134,8 @@ type Result struct {
 	// report; Count has the totals.
 	Anomalies []Anomaly    `json:"anomalies"`
 	Count     map[Kind]int `json:"count"`
+	// Classes counts by kind and class what Count counts (see ClassCounts).
+	Classes ClassCounts `json:"classes,omitempty"`
 	// Stalled counts the anomalies a stall of the harness explains; they
 	// do not make the verdict.
 	Stalled map[Kind]int     `json:"stalled,omitempty"`
@@ -150,6 +152,9 @@ type Report struct {
 	Results   []Result     `json:"results"`
 	Anomalies []Anomaly    `json:"anomalies"`
 	Count     map[Kind]int `json:"count"`
+	// Classes counts every anomaly that has a class, by kind and class,
+	// over the whole history like Count (not only those listed).
+	Classes ClassCounts `json:"classes,omitempty"`
 	// Stalled counts the anomalies a stall of the harness explains, apart.
 	Stalled map[Kind]int `json:"stalled,omitempty"`
 	// Severity counts the anomalies by severity (from Count, so the totals
@@ -200,7 +205,7 @@ type collector struct {
 
 func newCollector(name string, s settings) *collector {
 	return &collector{
-		res: Result{Checker: name, Verdict: Valid, Anomalies: []Anomaly{}, Count: map[Kind]int{}, Stats: map[string]int64{}},
+		res: Result{Checker: name, Verdict: Valid, Anomalies: []Anomaly{}, Count: map[Kind]int{}, Classes: ClassCounts{}, Stats: map[string]int64{}},
 		max: s.maxAnomalies,
 	}
 }
@@ -208,6 +213,7 @@ func newCollector(name string, s settings) *collector {
 func (c *collector) add(a Anomaly) {
 	a.Severity = SeverityOf(a.Kind)
 	c.res.Count[a.Kind]++
+	c.res.Classes.add(a.Kind, a.Class, 1)
 	if c.max >= 0 && c.res.Count[a.Kind] > c.max {
 		return
 	}
@@ -312,7 +318,7 @@ func (c *Composite) Name() string {
 // name of the checker that produced them.
 func (c *Composite) Check(ctx context.Context, h *history.History) Result {
 	rep := c.Report(ctx, h)
-	out := Result{Checker: c.Name(), Verdict: rep.Verdict, Anomalies: rep.Anomalies, Count: rep.Count, Stats: map[string]int64{}}
+	out := Result{Checker: c.Name(), Verdict: rep.Verdict, Anomalies: rep.Anomalies, Count: rep.Count, Classes: rep.Classes, Stats: map[string]int64{}}
 	var errs []string
 	for _, r := range rep.Results {
 		for k, v := range r.Stats {
@@ -363,7 +369,8 @@ func (c *Composite) reportIndexed(ctx context.Context, h *history.History, ix *i
 // Fold composes results computed separately: the verdict is Invalid if any
 // is, else Unknown if any is, else Valid.
 func Fold(results ...Result) Report {
-	rep := Report{Verdict: Valid, Results: results, Anomalies: []Anomaly{}, Count: map[Kind]int{}, Severity: map[Severity]int{}}
+	rep := Report{Verdict: Valid, Results: results, Anomalies: []Anomaly{}, Count: map[Kind]int{}, Classes: ClassCounts{},
+		Severity: map[Severity]int{}}
 	unknown := false
 	for _, r := range results {
 		switch r.Verdict {
@@ -376,6 +383,20 @@ func Fold(results ...Result) Report {
 		for k, n := range r.Count {
 			rep.Count[k] += n
 			rep.Severity[SeverityOf(k)] += n
+		}
+		if r.Classes == nil {
+			// A result built without a collector: its list is all there
+			// is to count classes from.
+			for _, a := range r.Anomalies {
+				if !a.HarnessStall {
+					rep.Classes.add(a.Kind, a.Class, 1)
+				}
+			}
+		}
+		for k, cs := range r.Classes {
+			for c, n := range cs {
+				rep.Classes.add(k, c, n)
+			}
 		}
 		for k, n := range r.Stalled {
 			if rep.Stalled == nil {

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -51,7 +52,10 @@ func (l *linearizable) explain(c *collector, km *keyModel, failed []*keyCheck, d
 		if err := porcupine.VisualizePath(model, info, l.o.VisualizationPath); err != nil {
 			c.fail("write visualization: " + err.Error())
 		} else {
-			written = l.o.VisualizationPath
+			// Named by its base name, beside the history: the detail
+			// goes into summary.json and report.html, which must stay
+			// true once the run folder is moved or attached.
+			written = filepath.Base(l.o.VisualizationPath)
 		}
 	}
 	partials := info.PartialLinearizationsOperations()

@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -341,46 +340,6 @@ func entries[E registry.Entry](es []E) []registry.Entry {
 		out[i] = e
 	}
 	return out
-}
-
-// perKind bounds the anomalies printed of each kind; summary.json has them all.
-const perKind = 3
-
-// printReport prints the verdict and the first anomalies of each kind;
-// details names the file that has them all, if one was written.
-func printReport(w io.Writer, r *checker.Report, details string) {
-	fmt.Fprintf(w, "verdict: %s\n", strings.ToUpper(string(r.Verdict)))
-	for _, res := range r.Results {
-		if res.Verdict == checker.Unknown {
-			fmt.Fprintf(w, "  %s: unknown (%s)\n", res.Checker, res.Error)
-		}
-	}
-	shown := map[checker.Kind]int{}
-	for _, a := range r.Anomalies {
-		if shown[a.Kind] == perKind {
-			continue
-		}
-		shown[a.Kind]++
-		kind := string(a.Kind)
-		if a.Class != "" {
-			kind += " (" + string(a.Class) + ")"
-		}
-		fmt.Fprintf(w, "  %s: %s\n", kind, a.Detail)
-	}
-	if len(r.Count) > 0 {
-		var parts []string
-		for k, n := range r.Count {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-		sort.Strings(parts)
-		if details != "" {
-			details = " (details in " + details + ")"
-		}
-		fmt.Fprintf(w, "anomalies: %s%s\n", strings.Join(parts, ", "), details)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
 }
 
 func exitCode(got, want checker.Verdict, w io.Writer) int {

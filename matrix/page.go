@@ -3,7 +3,9 @@ package matrix
 import (
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/locktorture/locktorture/report"
@@ -43,11 +45,20 @@ func (r *Result) Page(title, dir string) report.MatrixPage {
 			run := report.SeedRun{Seed: s.Seed, Verdict: string(s.Verdict), AsExpected: &asExpected}
 			for k := range s.Counts {
 				run.Found = append(run.Found, string(k))
+				for c := range s.Classes[k] {
+					run.Found = append(run.Found, string(k)+"/"+string(c))
+				}
 			}
+			sort.Strings(run.Found)
 			if s.FirstMs != nil {
 				run.FirstAnomaly = time.Duration(*s.FirstMs * float64(time.Millisecond))
 			}
-			if s.Dir != "" {
+			switch {
+			case s.Dir == "":
+			case !filepath.IsAbs(s.Dir):
+				// Relative to the matrix folder, where the page is.
+				run.Report = path.Join(s.Dir, report.FileName)
+			default:
 				if rel, err := filepath.Rel(dir, filepath.Join(s.Dir, report.FileName)); err == nil {
 					run.Report = filepath.ToSlash(rel)
 				}

@@ -59,19 +59,22 @@ type CellResult struct {
 
 // SeedResult is one run of a cell.
 type SeedResult struct {
-	Seed        int64                `json:"seed"`
-	RunID       string               `json:"run_id"`
-	Dir         string               `json:"dir,omitempty"`
-	Verdict     checker.Verdict      `json:"verdict,omitempty"`
-	Counts      map[checker.Kind]int `json:"counts,omitempty"`
-	Detected    bool                 `json:"detected,omitempty"`
-	FirstMs     *float64             `json:"first_ms,omitempty"`
-	AsExpected  bool                 `json:"as_expected"`
-	Found       string               `json:"found,omitempty"`
-	Detail      string               `json:"detail,omitempty"`
-	Error       string               `json:"error,omitempty"`
-	Interrupted bool                 `json:"interrupted,omitempty"`
-	DurationMs  int64                `json:"duration_ms"`
+	Seed  int64  `json:"seed"`
+	RunID string `json:"run_id"`
+	// Dir is the run folder, relative to the matrix folder (runs/<id>).
+	Dir     string               `json:"dir,omitempty"`
+	Verdict checker.Verdict      `json:"verdict,omitempty"`
+	Counts  map[checker.Kind]int `json:"counts,omitempty"`
+	// Classes counts by kind and class every anomaly Counts counts.
+	Classes     checker.ClassCounts `json:"classes,omitempty"`
+	Detected    bool                `json:"detected,omitempty"`
+	FirstMs     *float64            `json:"first_ms,omitempty"`
+	AsExpected  bool                `json:"as_expected"`
+	Found       string              `json:"found,omitempty"`
+	Detail      string              `json:"detail,omitempty"`
+	Error       string              `json:"error,omitempty"`
+	Interrupted bool                `json:"interrupted,omitempty"`
+	DurationMs  int64               `json:"duration_ms"`
 }
 
 func newCellResult(c *Cell) CellResult {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -179,13 +178,27 @@ func runSeed(ctx context.Context, c *Cell, seed int64, opts Options) SeedResult 
 		sr.Interrupted = ctx.Err() != nil
 		return sr
 	}
-	sr.Dir, sr.Interrupted = r.Dir, r.Interrupted
+	sr.Dir, sr.Interrupted = runDir(opts.OutDir, r.Dir), r.Interrupted
 	sr.Verdict = r.Verdict
 	if r.Report != nil {
-		sr.Counts = r.Report.Count
+		sr.Counts, sr.Classes = r.Report.Count, r.Report.Classes
 		judge(&sr, c.Expect, r.Report)
 	}
 	return sr
+}
+
+// runDir names a run's folder relative to the matrix folder out, where
+// matrix.json sits, so that the matrix folder can be moved or attached
+// whole; as given when there is no matrix folder or it is not inside.
+func runDir(out, dir string) string {
+	if out == "" || dir == "" {
+		return dir
+	}
+	rel, err := filepath.Rel(out, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return dir
+	}
+	return filepath.ToSlash(rel)
 }
 
 // judge decides whether one run kept the cell's promise and, for a
@@ -246,17 +259,9 @@ func contains(ks []checker.Kind, k checker.Kind) bool {
 	return false
 }
 
-// foundText lists the anomaly kinds of a report, "double-holder 3, foreign-release 1".
-func foundText(rep *checker.Report) string {
-	var parts []string
-	for k, n := range rep.Count {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
-}
+// foundText lists the anomaly kinds of a report with their classes,
+// "double-holder 3 (lease-outlived 3), foreign-release 1".
+func foundText(rep *checker.Report) string { return checker.CountText(rep.Count, rep.Classes) }
 
 func otherwise(rep *checker.Report) string {
 	if s := foundText(rep); s != "" {

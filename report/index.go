@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/summary"
 )
@@ -52,12 +52,7 @@ func RunDirs(ctx context.Context, resultsDir string) ([]RunDir, error) {
 		rd := RunDir{Name: e.Name()}
 		if s, err := summary.Read(dir); err == nil && s != nil {
 			rd.Run, rd.Verdict = s.Run, string(s.Verdict)
-			var cs []string
-			for k, n := range s.Counts {
-				cs = append(cs, fmt.Sprintf("%s %d", k, n))
-			}
-			sort.Strings(cs)
-			rd.Counts = strings.Join(cs, ", ")
+			rd.Counts = checker.CountText(s.Counts, s.Classes)
 			rd.Ops = s.Stats.Ops
 		}
 		if rd.Run == nil {

@@ -20,18 +20,21 @@ type page struct {
 	Params                         [][2]string
 	Replay                         string
 	Counts                         []countRow
-	Stats                          *summary.Stats
-	Unknowns                       []string
-	Anomalies                      []anomalyView
-	AnomalyTotal                   int
-	Keys                           []keyView
-	HiddenKeys                     int
-	Plots                          []template.HTML
-	Faults                         []faultView
-	HiddenFaults                   int
-	HasLin                         bool
-	FirstTarget                    string
-	End                            string
+	// ClassesListed: the summary has no class counts (an older one), so
+	// the classes shown are those of the listed anomalies only.
+	ClassesListed bool
+	Stats         *summary.Stats
+	Unknowns      []string
+	Anomalies     []anomalyView
+	AnomalyTotal  int
+	Keys          []keyView
+	HiddenKeys    int
+	Plots         []template.HTML
+	Faults        []faultView
+	HiddenFaults  int
+	HasLin        bool
+	FirstTarget   string
+	End           string
 }
 
 type countRow struct {
@@ -108,24 +111,21 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 			pg.Unknowns = append(pg.Unknowns, c.Checker+": "+c.Error)
 		}
 	}
-	classes := map[checker.Kind]map[checker.Class]int{}
-	for _, a := range s.Anomalies {
-		if a.Class != "" {
-			if classes[a.Kind] == nil {
-				classes[a.Kind] = map[checker.Class]int{}
+	classes := s.Classes
+	if classes == nil {
+		pg.ClassesListed = true
+		classes = checker.ClassCounts{}
+		for _, a := range s.Anomalies {
+			if a.Class != "" {
+				if classes[a.Kind] == nil {
+					classes[a.Kind] = map[checker.Class]int{}
+				}
+				classes[a.Kind][a.Class]++
 			}
-			classes[a.Kind][a.Class]++
 		}
 	}
 	for k, n := range s.Counts {
-		row := countRow{Kind: string(k), N: n}
-		var cs []string
-		for c, cn := range classes[k] {
-			cs = append(cs, fmt.Sprintf("%s %d", c, cn))
-		}
-		sort.Strings(cs)
-		row.Classes = strings.Join(cs, ", ")
-		pg.Counts = append(pg.Counts, row)
+		pg.Counts = append(pg.Counts, countRow{Kind: string(k), N: n, Classes: checker.ClassText(classes[k])})
 		pg.AnomalyTotal += n
 	}
 	sort.Slice(pg.Counts, func(i, j int) bool { return pg.Counts[i].Kind < pg.Counts[j].Kind })

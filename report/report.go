@@ -89,7 +89,10 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 			r := checker.Fold(c.Check(ctx, h))
 			rep = &r
 		}
-		sum = &summary.Summary{Verdict: rep.Verdict, Counts: rep.Count, Anomalies: rep.Anomalies, Checkers: rep.Results}
+		sum = &summary.Summary{Verdict: rep.Verdict, Counts: rep.Count, Classes: rep.Classes, Anomalies: rep.Anomalies, Checkers: rep.Results}
+		if sum.Classes == nil {
+			sum.Classes = checker.ClassCounts{}
+		}
 		if h != nil {
 			sum.Run = h.Run
 		}

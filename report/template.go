@@ -53,7 +53,7 @@ const pageHTML = `<!DOCTYPE html>
 <div class="cols">
 <div><h2>Run</h2><dl class="params" id="params">{{range .Params}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl></div>
 <div><h2>Outcome</h2>
-<table id="counts"><tr><th>anomaly</th><th>count</th><th>classes (of those listed)</th></tr>
+<table id="counts"><tr><th>anomaly</th><th>count</th><th>classes{{if .ClassesListed}} (of those listed){{end}}</th></tr>
 {{range .Counts}}<tr><td>{{.Kind}}</td><td>{{.N}}</td><td>{{.Classes}}</td></tr>{{else}}<tr><td colspan="3">none</td></tr>{{end}}</table>
 {{with .Stats}}<p class="small">{{.Ops}} operations ({{printf "%.0f" .OpsPerSec}}/s): {{.Acquired}} acquired, {{.AcquireFailed}} failed, {{.Unknown}} unknown, {{.Crashes}} crashes</p>{{end}}
 <p class="small">Files: <a href="history.jsonl">history.jsonl</a> · <a href="summary.json">summary.json</a>{{if .HasLin}} · <a id="linearizability" href="linearizability.html">linearizability.html</a> (porcupine's view of the non-linearizable key){{end}}</p>

@@ -28,7 +28,11 @@ type Summary struct {
 	Verdict     checker.Verdict      `json:"verdict"`
 	Interrupted bool                 `json:"interrupted,omitempty"`
 	Counts      map[checker.Kind]int `json:"counts"`
-	Anomalies   []checker.Anomaly    `json:"anomalies"`
+	// Classes counts by kind and class every anomaly Counts counts, not
+	// only those listed in Anomalies. Nil in a summary written before it
+	// was counted: a reader then has only the listed ones to count.
+	Classes   checker.ClassCounts `json:"classes"`
+	Anomalies []checker.Anomaly   `json:"anomalies"`
 	// Stalled counts, apart from Counts, the anomalies a stall of the
 	// harness itself explains; Notes say how the verdict was reached (see
 	// checker.Report).
@@ -84,6 +88,9 @@ func Write(dir string, s Summary) error {
 	}
 	if s.Anomalies == nil {
 		s.Anomalies = []checker.Anomaly{}
+	}
+	if s.Classes == nil {
+		s.Classes = checker.ClassCounts{}
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
