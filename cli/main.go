@@ -59,6 +59,7 @@ const usageText = `usage:
   torture report RUN_DIR|RESULTS_DIR    write report.html of a run, or index.html of a results folder
   torture matrix SPEC.yaml [--seeds A..B] [--out DIR] [--cells FILTER]
                                         run a spec of locks x faults x seeds against its expectations
+  torture serve [DIR] [--port N]        browse the runs and matrices under DIR (default results/) on 127.0.0.1
   torture list                          list the locks
   torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left
 Run 'torture run -h' for the flags of a run.`
@@ -81,6 +82,8 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		return cmdReport(args[1:], stdout, stderr)
 	case "matrix":
 		return cmdMatrix(args[1:], stdout, stderr, regs)
+	case "serve":
+		return cmdServe(args[1:], stdout, stderr)
 	case "list":
 		return cmdList(args[1:], stdout, stderr, regs)
 	case "clean":
@@ -89,7 +92,7 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		fmt.Fprintln(stdout, usageText)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, list or clean)\n", args[0])
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, serve, list or clean)\n", args[0])
 	return exitUsage
 }
 

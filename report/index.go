@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 
@@ -37,32 +39,43 @@ func RunDirs(ctx context.Context, resultsDir string) ([]RunDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read results folder: %w", err)
 	}
+	fsys := os.DirFS(resultsDir)
 	var out []RunDir
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !e.IsDir() {
+		if !e.IsDir() || !exists(fsys, path.Join(e.Name(), "history.jsonl")) {
 			continue
 		}
-		dir := filepath.Join(resultsDir, e.Name())
-		if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
-			continue
-		}
-		rd := RunDir{Name: e.Name()}
-		if s, err := summary.Read(dir); err == nil && s != nil {
-			rd.Run, rd.Verdict = s.Run, string(s.Verdict)
-			rd.Counts = checker.CountText(s.Counts, s.Classes)
-			rd.Ops = s.Stats.Ops
-		}
-		if rd.Run == nil {
-			rd.Run = readHeader(filepath.Join(dir, "history.jsonl"))
-		}
-		if _, err := os.Stat(filepath.Join(dir, FileName)); err == nil {
-			rd.Report = true
-		}
-		out = append(out, rd)
+		out = append(out, runDirOf(fsys, e.Name()))
 	}
+	sortRuns(out)
+	return out, nil
+}
+
+// runDirOf reads what the index shows of the run folder at name in fsys.
+func runDirOf(fsys fs.FS, name string) RunDir {
+	rd := RunDir{Name: name}
+	if s, err := summary.ReadFS(fsys, path.Join(name, summary.FileName)); err == nil && s != nil {
+		rd.Run, rd.Verdict = s.Run, string(s.Verdict)
+		rd.Counts = checker.CountText(s.Counts, s.Classes)
+		rd.Ops = s.Stats.Ops
+	}
+	if rd.Run == nil {
+		rd.Run = readHeader(fsys, path.Join(name, "history.jsonl"))
+	}
+	rd.Report = exists(fsys, path.Join(name, FileName))
+	return rd
+}
+
+func exists(fsys fs.FS, name string) bool {
+	_, err := fs.Stat(fsys, name)
+	return err == nil
+}
+
+// sortRuns puts the newest run first.
+func sortRuns(out []RunDir) {
 	sort.SliceStable(out, func(i, j int) bool {
 		ti, tj := started(out[i]), started(out[j])
 		if ti != tj {
@@ -70,7 +83,6 @@ func RunDirs(ctx context.Context, resultsDir string) ([]RunDir, error) {
 		}
 		return out[i].Name > out[j].Name
 	})
-	return out, nil
 }
 
 func started(r RunDir) string {
@@ -82,8 +94,8 @@ func started(r RunDir) string {
 
 // readHeader reads only the first line of a history, for the index: loading
 // and validating a long history just to list it would be slow.
-func readHeader(path string) *history.RunInfo {
-	f, err := os.Open(path)
+func readHeader(fsys fs.FS, name string) *history.RunInfo {
+	f, err := fsys.Open(name)
 	if err != nil {
 		return nil
 	}
@@ -105,27 +117,27 @@ type indexRow struct {
 	Started, Lock, Setup, Faults string
 }
 
+// runsTable is the table of runs of an index, for rows of []indexRow;
+// links are relative to the page.
+const runsTable = `<table id="runs"><tr><th>started</th><th>run</th><th>lock</th><th>setup</th><th>faults</th><th>verdict</th><th>anomalies</th><th>ops</th></tr>
+{{range .}}<tr class="run-row"><td>{{.Started}}</td>
+<td>{{if .Report}}<a href="{{.Name}}/report.html">{{.Name}}</a>{{else}}<a href="{{.Name}}/">{{.Name}}</a> <span class="muted small">({{if .Verdict}}no report: torture report {{.Name}}{{else}}running, or ended without a summary{{end}})</span>{{end}}
+<span class="small">[<a href="{{.Name}}/history.jsonl">history</a>]</span></td>
+<td>{{.Lock}}</td><td>{{.Setup}}</td><td>{{.Faults}}</td>
+<td>{{if .Verdict}}<span class="verdict verdict-{{.Verdict}}">{{.Verdict}}</span>{{else}}<span class="muted">not checked</span>{{end}}</td>
+<td>{{.Counts}}</td><td>{{if .Ops}}{{.Ops}}{{end}}</td></tr>{{end}}
+</table>`
+
 var indexTmpl = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>locktorture runs</title>
 <style>` + baseCSS + `</style></head><body><main>
 <h1>locktorture runs</h1>
 <p class="muted">{{len .}} run folders, newest first. Each links to its report.</p>
-<table id="runs"><tr><th>started</th><th>run</th><th>lock</th><th>setup</th><th>faults</th><th>verdict</th><th>anomalies</th><th>ops</th></tr>
-{{range .}}<tr class="run-row"><td>{{.Started}}</td>
-<td>{{if .Report}}<a href="{{.Name}}/report.html">{{.Name}}</a>{{else}}<a href="{{.Name}}/">{{.Name}}</a> <span class="muted small">(no report: torture report {{.Name}})</span>{{end}}</td>
-<td>{{.Lock}}</td><td>{{.Setup}}</td><td>{{.Faults}}</td>
-<td>{{if .Verdict}}<span class="verdict verdict-{{.Verdict}}">{{.Verdict}}</span>{{else}}<span class="muted">not checked</span>{{end}}</td>
-<td>{{.Counts}}</td><td>{{if .Ops}}{{.Ops}}{{end}}</td></tr>{{end}}
-</table></main></body></html>
+` + runsTable + `</main></body></html>
 `))
 
-// Index writes resultsDir/index.html listing every run folder there (see
-// RunDirs) and returns its path.
-func Index(ctx context.Context, resultsDir string) (string, error) {
-	runs, err := RunDirs(ctx, resultsDir)
-	if err != nil {
-		return "", err
-	}
+// indexRows are the rows of an index of runs.
+func indexRows(runs []RunDir) []indexRow {
 	rows := make([]indexRow, len(runs))
 	for i, r := range runs {
 		row := indexRow{RunDir: r}
@@ -136,8 +148,18 @@ func Index(ctx context.Context, resultsDir string) (string, error) {
 		}
 		rows[i] = row
 	}
+	return rows
+}
+
+// Index writes resultsDir/index.html listing every run folder there (see
+// RunDirs) and returns its path.
+func Index(ctx context.Context, resultsDir string) (string, error) {
+	runs, err := RunDirs(ctx, resultsDir)
+	if err != nil {
+		return "", err
+	}
 	var buf bytes.Buffer
-	if err := indexTmpl.Execute(&buf, rows); err != nil {
+	if err := indexTmpl.Execute(&buf, indexRows(runs)); err != nil {
 		return "", fmt.Errorf("render index: %w", err)
 	}
 	path := filepath.Join(resultsDir, IndexFileName)

@@ -29,7 +29,7 @@ type page struct {
 	AnomalyTotal  int
 	Keys          []keyView
 	HiddenKeys    int
-	Plots         []template.HTML
+	Plots         []plotView
 	Faults        []faultView
 	HiddenFaults  int
 	HasLin        bool
@@ -73,7 +73,10 @@ type windowView struct {
 // the drawing stays in view when the page opens on it.
 const maxNotes = 3
 
-type faultView struct{ Fault, Target, Start, End, Length string }
+type faultView struct {
+	N                                 int // its F-number on the timeline
+	Fault, Target, Start, End, Length string
+}
 
 // Limits of the page.
 const (
@@ -188,15 +191,11 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 			pg.HiddenFaults = len(m.Faults) - i
 			break
 		}
-		pg.Faults = append(pg.Faults, faultView{Fault: f.Fault, Target: f.Target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
+		pg.Faults = append(pg.Faults, faultView{N: i + 1, Fault: f.Fault, Target: f.Target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
 	}
 	var err error
-	plotsSVG, err := plots(sb, m)
-	if err != nil {
+	if pg.Plots, err = plots(sb, m); err != nil {
 		return nil, err
-	}
-	for _, p := range plotsSVG {
-		pg.Plots = append(pg.Plots, template.HTML(p))
 	}
 	if dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil {

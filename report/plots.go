@@ -3,15 +3,20 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"image/color"
 	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -138,6 +143,28 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
+// The plots are drawn to be read with the timeline above them: the same
+// width, the data area exactly under the timeline's lanes (x from svgLabelW
+// to svgLabelW+svgPlotW in the same seconds, ticked the same way), the
+// page's sans-serif font (gonum lays text out with Liberation Sans metrics;
+// the page renders it in its own font), the legend in HTML above the
+// drawing rather than over the data, and Okabe–Ito colours, which stay
+// apart for colour-blind readers, as on the timeline.
+
+// Okabe–Ito colours, shared with the timeline's CSS (template.go).
+var (
+	okBlue      = color.NRGBA{R: 0x00, G: 0x72, B: 0xb2, A: 255}
+	okOrange    = color.NRGBA{R: 0xe6, G: 0x9f, B: 0x00, A: 255}
+	okVermilion = color.NRGBA{R: 0xd5, G: 0x5e, B: 0x00, A: 255}
+	okPurple    = color.NRGBA{R: 0xcc, G: 0x79, B: 0xa7, A: 255}
+	okGreen     = color.NRGBA{R: 0x00, G: 0x9e, B: 0x73, A: 255}
+	okGrey      = color.NRGBA{R: 0x55, G: 0x55, B: 0x55, A: 255}
+	bandColor   = color.NRGBA{R: 0xf0, G: 0xe4, B: 0x42, A: 110}
+)
+
+// plotH is the height of a plot in the same units as the timeline's width.
+const plotH = 230.0
+
 // faultBands is a gonum plotter that shades the fault windows over the
 // whole height of a plot, so rates and latencies line up with the faults
 // the way they do on the timeline.
@@ -145,11 +172,6 @@ type faultBands struct {
 	windows  []history.Window
 	switches []int64
 }
-
-var (
-	bandColor   = color.NRGBA{R: 245, G: 166, B: 35, A: 70}
-	switchColor = color.NRGBA{R: 120, G: 60, B: 160, A: 255}
-)
 
 func (fb faultBands) Plot(c draw.Canvas, plt *plot.Plot) {
 	x, _ := plt.Transforms(&c)
@@ -161,7 +183,7 @@ func (fb faultBands) Plot(c draw.Canvas, plt *plot.Plot) {
 		pts := []vg.Point{{X: x1, Y: c.Min.Y}, {X: x2, Y: c.Min.Y}, {X: x2, Y: c.Max.Y}, {X: x1, Y: c.Max.Y}}
 		c.FillPolygon(bandColor, c.ClipPolygonX(pts))
 	}
-	sty := draw.LineStyle{Color: switchColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+	sty := draw.LineStyle{Color: okGreen, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
 	for _, t := range fb.switches {
 		xs := x(float64(t) / 1e9)
 		if xs >= c.Min.X && xs <= c.Max.X {
@@ -170,34 +192,86 @@ func (fb faultBands) Plot(c draw.Canvas, plt *plot.Plot) {
 	}
 }
 
-// Thumbnail draws the legend entry of the bands.
-func (fb faultBands) Thumbnail(c *draw.Canvas) {
-	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
-	c.FillPolygon(bandColor, pts)
-}
-
 type namedXYs struct {
 	name  string
 	xys   plotter.XYs
-	color color.Color
+	color color.NRGBA
 	dash  bool
 }
 
-// linePlot draws named series over the fault bands and returns it as SVG
-// ready to be inlined.
-func linePlot(title, ylabel string, end int64, fb faultBands, lines []namedXYs) (string, error) {
+// plotView is one plot as the page shows it: a title, its legend in HTML,
+// and the drawing.
+type plotView struct {
+	ID, Title string
+	Legend    []legendItem
+	SVG       template.HTML
+}
+
+// legendItem is one entry of a plot's legend: a swatch in CSS and a name.
+type legendItem struct {
+	Name  string
+	Style template.CSS
+}
+
+func lineSwatch(c color.NRGBA, dash bool) template.CSS {
+	kind := "solid"
+	if dash {
+		kind = "dashed"
+	}
+	return template.CSS(fmt.Sprintf("height:0;border-top:2px %s #%02x%02x%02x", kind, c.R, c.G, c.B))
+}
+
+// timeTicks ticks seconds the way the timeline's axis does (frame.axis).
+func timeTicks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return nil
+	}
+	step := niceStep((hi - lo) / 8)
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals(step), 64) + "s"})
+	}
+	return ts
+}
+
+// valueStep is the tick step of a value axis up to hi: four or five ticks.
+func valueStep(hi float64) float64 {
+	if hi <= 0 {
+		return 1
+	}
+	return niceStep(hi / 4)
+}
+
+// valueTicks ticks a value axis in plain numbers of its unit: 250, not 250.00.
+func valueTicks(lo, hi float64) []plot.Tick {
+	step := valueStep(hi)
+	var ts []plot.Tick
+	for v := 0.0; v <= hi+step*1e-6; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals(step), 64)})
+	}
+	return ts
+}
+
+// linePlot draws named series over the fault bands and returns the plot
+// for the page.
+func linePlot(id, title, unit string, end int64, fb faultBands, lines []namedXYs) (plotView, error) {
+	pv := plotView{ID: id, Title: title}
 	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time since start (s)"
-	p.Y.Label.Text = ylabel
-	p.X.Min, p.X.Max = 0, math.Max(float64(end)/1e9, 1e-3)
-	p.Y.Min = 0
-	p.Legend.Top = true
-	p.Legend.Left = false
+	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
+	for _, st := range []*font.Font{&p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font, &p.X.Tick.Label.Font, &p.Y.Tick.Label.Font} {
+		st.Typeface, st.Variant, st.Size = sans.Typeface, sans.Variant, vg.Points(10)
+	}
+	p.Y.Label.Text = unit
+	p.X.Padding, p.Y.Padding = 0, 0
+	p.X.Tick.Marker = plot.TickerFunc(timeTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(valueTicks)
 	p.Add(plotter.NewGrid())
 	p.Add(fb)
 	if len(fb.windows) > 0 {
-		p.Legend.Add("fault active", fb)
+		pv.Legend = append(pv.Legend, legendItem{"fault active", template.CSS("background:rgba(240,228,66,.5)")})
+	}
+	if len(fb.switches) > 0 {
+		pv.Legend = append(pv.Legend, legendItem{"master switch", template.CSS("height:10px;width:0;border-left:2px dashed #009e73")})
 	}
 	for _, l := range lines {
 		if len(l.xys) == 0 {
@@ -205,65 +279,81 @@ func linePlot(title, ylabel string, end int64, fb faultBands, lines []namedXYs) 
 		}
 		ln, err := plotter.NewLine(l.xys)
 		if err != nil {
-			return "", fmt.Errorf("plot %s: %w", l.name, err)
+			return pv, fmt.Errorf("plot %s: %w", l.name, err)
 		}
 		ln.Color = l.color
-		ln.Width = vg.Points(1.2)
+		ln.Width = vg.Points(1.4)
 		if l.dash {
 			ln.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
 		p.Add(ln)
-		p.Legend.Add(l.name, ln)
+		pv.Legend = append(pv.Legend, legendItem{l.name, lineSwatch(l.color, l.dash)})
 	}
-	// The plot's own data range ignores the bands; keep the x axis the run.
+	// The run's whole length, as on the timeline (the bands are not data);
+	// the top at a tick.
 	p.X.Min, p.X.Max = 0, math.Max(float64(end)/1e9, 1e-3)
-	wt, err := p.WriterTo(vg.Points(880), vg.Points(230), "svg")
-	if err != nil {
-		return "", fmt.Errorf("render %s: %w", title, err)
-	}
+	p.Y.Min = 0
+	step := valueStep(p.Y.Max)
+	p.Y.Max = math.Max(step, math.Ceil(p.Y.Max/step-1e-9)*step)
+
+	cv := vgsvg.New(vg.Length(svgWidth), vg.Length(plotH))
+	dc := draw.New(cv)
+	// Move the data area under the timeline's lanes.
+	da := p.DataCanvas(dc)
+	c := draw.Crop(dc, vg.Length(svgLabelW)-da.Min.X, vg.Length(svgLabelW+svgPlotW)-da.Max.X, 0, -4)
+	p.Draw(c)
+	area := p.DataCanvas(c)
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return "", fmt.Errorf("render %s: %w", title, err)
+	if _, err := cv.WriteTo(&buf); err != nil {
+		return pv, fmt.Errorf("render %s: %w", title, err)
 	}
-	return inlineSVG(buf.String()), nil
+	pv.SVG = template.HTML(inlineSVG(buf.String(), id, area))
+	return pv, nil
 }
 
-// inlineSVG strips the XML prolog so the SVG can sit inside HTML, and lets
-// it scale with the page.
-func inlineSVG(s string) string {
+var svgOpen = regexp.MustCompile(`<svg[^>]*>`)
+
+// inlineSVG makes gonum's SVG a part of the page: no XML prolog, as wide
+// as the timeline and scaling with it, text in the page's font, and the
+// data area marked (rect.plot-area) so that what lies on it can be found.
+func inlineSVG(s, id string, area draw.Canvas) string {
 	if i := strings.Index(s, "<svg"); i > 0 {
 		s = s[i:]
 	}
-	return strings.Replace(s, "<svg ", `<svg class="plot" preserveAspectRatio="xMinYMin meet" `, 1)
+	s = svgOpen.ReplaceAllLiteralString(s, fmt.Sprintf(`<svg class="plot" id="%s" viewBox="0 0 %s %s" width="100%%" role="img">`,
+		id, num(svgWidth), num(plotH)))
+	s = strings.ReplaceAll(s, "font-family:Liberation Sans;", "")
+	mark := fmt.Sprintf(`<rect class="plot-area" x="%s" y="%s" width="%s" height="%s" fill="none"/></svg>`,
+		num(float64(area.Min.X)), num(plotH-float64(area.Max.Y)), num(float64(area.Max.X-area.Min.X)), num(float64(area.Max.Y-area.Min.Y)))
+	if i := strings.LastIndex(s, "</svg>"); i >= 0 {
+		s = s[:i] + mark + s[i+len("</svg>"):]
+	}
+	return s
 }
 
 // plots renders the throughput and the acquire-latency plots.
-func plots(sb *seriesBuilder, m *model) ([]string, error) {
+func plots(sb *seriesBuilder, m *model) ([]plotView, error) {
 	s := sb.build()
 	fb := faultBands{windows: m.Faults}
 	for _, sw := range m.Switches {
 		fb.switches = append(fb.switches, sw.Time)
 	}
-	blue := color.NRGBA{R: 47, G: 109, B: 181, A: 255}
-	grey := color.NRGBA{R: 140, G: 140, B: 140, A: 255}
-	red := color.NRGBA{R: 200, G: 40, B: 40, A: 255}
-	purple := color.NRGBA{R: 130, G: 60, B: 170, A: 255}
-	thr, err := linePlot("Throughput", "per second", m.End, fb, []namedXYs{
-		{"all operations", s.ops, grey, true},
-		{"acquires ok", s.ok, blue, false},
-		{"acquires failed", s.failed, red, false},
-		{"acquires unknown", s.unknown, purple, false},
+	thr, err := linePlot("plot-throughput", "Throughput", "ops/s", m.End, fb, []namedXYs{
+		{"all operations", s.ops, okGrey, true},
+		{"acquires ok", s.ok, okBlue, false},
+		{"acquires failed", s.failed, okVermilion, false},
+		{"acquires unknown", s.unknown, okPurple, false},
 	})
 	if err != nil {
 		return nil, err
 	}
-	lat, err := linePlot("Acquire latency (ok acquires)", "milliseconds", m.End, fb, []namedXYs{
-		{"p50", s.p50, blue, false},
-		{"p99", s.p99, color.NRGBA{R: 230, G: 120, B: 20, A: 255}, false},
-		{"max", s.maxLat, red, true},
+	lat, err := linePlot("plot-latency", "Acquire latency (ok acquires)", "ms", m.End, fb, []namedXYs{
+		{"p50", s.p50, okBlue, false},
+		{"p99", s.p99, okOrange, false},
+		{"max", s.maxLat, okVermilion, true},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return []string{thr, lat}, nil
+	return []plotView{thr, lat}, nil
 }

@@ -17,15 +17,26 @@ const (
 	svgLabelW = 130.0
 	svgPlotW  = 1050.0
 	svgWidth  = svgLabelW + svgPlotW + 20
-	svgTop    = 34.0
 	svgAxis   = 22.0
 )
 
-// frame maps a time span onto the plot area.
+// frame maps a time span onto the plot area, under a header that holds
+// the fault labels in rows.
 type frame struct {
 	from, to int64
 	rowH     float64
 	rows     int
+	top      float64 // where the lanes begin
+	labels   []labelPlace
+}
+
+// newFrame lays out the fault labels of the span and the lanes under them.
+func newFrame(m *model, from, to int64, rowH float64, rows int) frame {
+	f := frame{from: from, to: to, rowH: rowH, rows: rows}
+	var n int
+	f.labels, n = placeFaultLabels(m, f)
+	f.top = headerFor(n)
+	return f
 }
 
 func (f frame) x(t int64) float64 {
@@ -36,7 +47,7 @@ func (f frame) x(t int64) float64 {
 	return svgLabelW + float64(t-f.from)/float64(f.to-f.from)*svgPlotW
 }
 
-func (f frame) y(row int) float64 { return svgTop + float64(row)*f.rowH }
+func (f frame) y(row int) float64 { return f.top + float64(row)*f.rowH }
 func (f frame) bottom() float64   { return f.y(f.rows) }
 func (f frame) height() float64   { return f.bottom() + svgAxis }
 
@@ -52,11 +63,28 @@ func laneLabel(l *lane) string {
 	if l.Sub == 0 {
 		return fmt.Sprintf("client %d", l.Client)
 	}
-	ps := make([]string, len(l.Processes))
+	// Two processes at most, so the label fits left of the lanes; the
+	// lane's tooltip lists them all.
+	ps := make([]string, 0, 3)
 	for i, p := range l.Processes {
-		ps[i] = "p" + strconv.Itoa(p)
+		if i == 2 {
+			ps = append(ps, "…")
+			break
+		}
+		ps = append(ps, "p"+strconv.Itoa(p))
 	}
 	return fmt.Sprintf("client %d · %s", l.Client, strings.Join(ps, ","))
+}
+
+func laneTitle(l *lane) string {
+	if len(l.Processes) == 0 {
+		return fmt.Sprintf("client %d", l.Client)
+	}
+	ps := make([]string, len(l.Processes))
+	for i, p := range l.Processes {
+		ps[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("client %d, processes %s", l.Client, strings.Join(ps, ", "))
 }
 
 // open starts an SVG of the frame with lane backgrounds and labels.
@@ -70,7 +98,8 @@ func (f frame) open(b *strings.Builder, class string, lanes []*lane) {
 		y := f.y(i)
 		fmt.Fprintf(b, `<g class="lane" data-client="%d" data-sub="%d"><rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`,
 			l.Client, l.Sub, num(svgLabelW), num(y), num(svgPlotW), num(f.rowH), fill)
-		fmt.Fprintf(b, `<text x="%s" y="%s" class="lane-label">%s</text></g>`, num(svgLabelW-6), num(y+f.rowH/2+4), esc(laneLabel(l)))
+		fmt.Fprintf(b, `<text x="%s" y="%s" class="lane-label">%s<title>%s</title></text></g>`,
+			num(svgLabelW-6), num(y+f.rowH/2+4), esc(laneLabel(l)), esc(laneTitle(l)))
 	}
 }
 
@@ -87,7 +116,7 @@ func (f frame) axis(b *strings.Builder) {
 	for s := first; s <= float64(f.to)/1e9+1e-9; s += step {
 		x := f.x(int64(math.Round(s * 1e9)))
 		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" class="tick"/><text x="%s" y="%s" class="tick-label">%s</text>`,
-			num(x), num(svgTop), num(x), num(y+4), num(x), num(y+16), strconv.FormatFloat(s, 'f', decimals(step), 64)+"s")
+			num(x), num(f.top), num(x), num(y+4), num(x), num(y+16), strconv.FormatFloat(s, 'f', decimals(step), 64)+"s")
 	}
 }
 
@@ -113,34 +142,41 @@ func decimals(step float64) int {
 	return d
 }
 
-// bands draws every fault window and master switch in the frame.
+// bands draws every fault window and master switch in the frame, and the
+// fault labels placed by newFrame, each linked to its row in the fault
+// table (when the table lists it) and carrying its full text as tooltip.
 func (f frame) bands(b *strings.Builder, m *model) {
 	for i, w := range m.Faults {
 		if w.End < f.from || w.Start > f.to {
 			continue
 		}
 		x1, x2 := f.x(w.Start), f.x(w.End)
-		fmt.Fprintf(b, `<g class="fault-band" data-fault="%d"><rect x="%s" y="%s" width="%s" height="%s"><title>%s: %s – %s</title></rect>`,
-			i, num(x1), num(svgTop-30), num(math.Max(x2-x1, 2)), num(f.bottom()-svgTop+30), esc(faultLabel(w)), secs(w.Start), secs(w.End))
-		if x2-x1 > 30 || f.rows > 0 && f.rowH >= 16 {
-			fmt.Fprintf(b, `<text x="%s" y="%s" class="fault-label">%s</text>`, num(x1+3), num(svgTop-20), esc(faultLabel(w)))
+		fmt.Fprintf(b, `<g class="fault-band" data-fault="%d"><rect x="%s" y="0" width="%s" height="%s"><title>F%d %s: %s – %s</title></rect></g>`,
+			i, num(x1), num(math.Max(x2-x1, 2)), num(f.bottom()), i+1, esc(faultLabel(w)), secs(w.Start), secs(w.End))
+	}
+	for _, l := range f.labels {
+		w := m.Faults[l.fault]
+		text := fmt.Sprintf(`<text x="%s" y="%s" class="fault-label" data-fault="%d">%s<title>F%d %s: %s – %s</title></text>`,
+			num(l.x), num(labelBaseline(l.row)), l.fault, esc(l.text), l.fault+1, esc(faultLabel(w)), secs(w.Start), secs(w.End))
+		if l.fault < maxFaultsShown {
+			text = fmt.Sprintf(`<a href="#fault-%d">%s</a>`, l.fault+1, text)
 		}
-		b.WriteString(`</g>`)
+		b.WriteString(text)
 	}
 	for _, s := range m.Switches {
 		if s.Time < f.from || s.Time > f.to {
 			continue
 		}
 		x := f.x(s.Time)
-		fmt.Fprintf(b, `<g class="switch"><line x1="%s" y1="%s" x2="%s" y2="%s"/><title>master switch to %s at %s</title></g>`,
-			num(x), num(svgTop-30), num(x), num(f.bottom()), esc(s.Target), secs(s.Time))
+		fmt.Fprintf(b, `<g class="switch"><line x1="%s" y1="0" x2="%s" y2="%s"/><title>master switch to %s at %s</title></g>`,
+			num(x), num(x), num(f.bottom()), esc(s.Target), secs(s.Time))
 	}
 }
 
 // detailSVG draws one window in full: leases, holds, refreshes, unknown
 // outcomes, faults, switches and the anomalies in it.
 func detailSVG(m *model, km *keyModel, w window) string {
-	f := frame{from: w.From, to: w.To, rowH: 22, rows: len(km.Lanes)}
+	f := newFrame(m, w.From, w.To, 22, len(km.Lanes))
 	var b strings.Builder
 	f.open(&b, "timeline detail", km.Lanes)
 	f.bands(&b, m)
@@ -179,7 +215,7 @@ func detailSVG(m *model, km *keyModel, w window) string {
 				mk.Op, mk.Process, secs(mk.Call), secs(mk.Ret), mk.Line, num(x1), num(y+2), num(math.Max(x2-x1, 4)), num(f.rowH-4), num(x1+1), num(y+f.rowH/2+4))
 		}
 	}
-	lastLabel := math.Inf(-1)
+	labelEnd := math.Inf(-1)
 	for _, n := range w.Anomalies {
 		a := m.Anomalies[n-1]
 		rows := []int{}
@@ -202,9 +238,11 @@ func detailSVG(m *model, km *keyModel, w window) string {
 			top = math.Min(top, y)
 			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s"/>`, num(x1), num(y+1), num(x2-x1), num(f.rowH-2))
 		}
-		// Labels of anomalies that crowd one another are left to the tooltip.
-		if x1-lastLabel >= 26 {
-			lastLabel = x1
+		// Labels of anomalies that crowd one another are left to the
+		// tooltip and to the list under the drawing.
+		label := "#" + strconv.Itoa(n)
+		if lx := x1 + 2; lx >= labelEnd+4 {
+			labelEnd = lx + textWidth(label, anomalyFontPx, true)
 			fmt.Fprintf(&b, `<a href="#anomaly-%d"><text x="%s" y="%s" class="anomaly-label">#%d</text></a>`, n, num(x1+2), num(top-2), n)
 		}
 		b.WriteString(`</g>`)
@@ -234,7 +272,7 @@ const (
 // are outlined and link to their drawing, anomalies are marked and link to
 // theirs.
 func overviewSVG(m *model, km *keyModel, ws []window) string {
-	f := frame{from: 0, to: max(m.End, 1), rowH: 14, rows: len(km.Lanes)}
+	f := newFrame(m, 0, max(m.End, 1), 14, len(km.Lanes))
 	var b strings.Builder
 	f.open(&b, "timeline overview", km.Lanes)
 	f.bands(&b, m)
@@ -274,7 +312,7 @@ func overviewSVG(m *model, km *keyModel, ws []window) string {
 	for _, w := range ws {
 		x1, x2 := f.x(w.From), f.x(w.To)
 		fmt.Fprintf(&b, `<a href="#%s"><rect class="window-outline" x="%s" y="%s" width="%s" height="%s"><title>%s – %s: %s</title></rect></a>`,
-			w.ID, num(x1-1), num(svgTop), num(math.Max(x2-x1, 1)+2), num(f.bottom()-svgTop), secs(w.From), secs(w.To), esc(w.Title(m)))
+			w.ID, num(x1-1), num(f.top), num(math.Max(x2-x1, 1)+2), num(f.bottom()-f.top), secs(w.From), secs(w.To), esc(w.Title(m)))
 	}
 	marks := 0
 	for _, a := range m.Anomalies {
@@ -288,7 +326,7 @@ func overviewSVG(m *model, km *keyModel, ws []window) string {
 		}
 		x := f.x(a.StartNS)
 		fmt.Fprintf(&b, `<a href="%s"><g class="anomaly-mark" data-n="%d"><title>#%d %s at %s</title><line x1="%s" y1="%s" x2="%s" y2="%s"/><path d="M%s %sl-4 -7h8z"/></g></a>`,
-			target, a.N, a.N, esc(kindText(a.Kind, a.Class)), secs(a.StartNS), num(x), num(svgTop), num(x), num(f.bottom()), num(x), num(svgTop))
+			target, a.N, a.N, esc(kindText(a.Kind, a.Class)), secs(a.StartNS), num(x), num(f.top), num(x), num(f.bottom()), num(x), num(f.top))
 	}
 	f.axis(&b)
 	b.WriteString(`</svg>`)

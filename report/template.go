@@ -21,24 +21,25 @@ a{color:#1f5fa8}
 const timelineCSS = `
 svg.timeline{display:block;max-width:1200px;font:11px system-ui,"DejaVu Sans",sans-serif}
 .lane-label{text-anchor:end;fill:#333}
-.lease{fill:#bcd6f2}.hold{fill:#2f6db5}.outlived{fill:#e4572e}
-.refresh{stroke:#0d2f57;stroke-width:1.5}
-.unknown rect{fill:rgba(138,63,181,.08);stroke:#8a3fb5;stroke-dasharray:3 2}.unknown text{fill:#8a3fb5;font-weight:700}
-.fault-band rect{fill:rgba(245,166,35,.25)}.fault-label{fill:#8a5a00;font-size:10px}
-.switch line{stroke:#783ca0;stroke-width:1.5;stroke-dasharray:5 3}
-.anomaly rect{fill:rgba(220,30,30,.13);stroke:#c00;stroke-width:.8}.anomaly-label{fill:#c00;font-weight:700;font-size:11px}
-.anomaly-mark line{stroke:#c00;stroke-width:1.2}.anomaly-mark path{fill:#c00}
+.lease{fill:#b9e0f5}.hold{fill:#0072b2}.outlived{fill:#e69f00}
+.refresh{stroke:#002b45;stroke-width:1.5}
+.unknown rect{fill:rgba(204,121,167,.12);stroke:#cc79a7;stroke-dasharray:3 2}.unknown text{fill:#a0487b;font-weight:700}
+.fault-band rect{fill:rgba(240,228,66,.38)}.fault-label{fill:#5c5200;font-size:10px}
+.switch line{stroke:#009e73;stroke-width:1.5;stroke-dasharray:5 3}
+.anomaly rect{fill:rgba(213,94,0,.14);stroke:#d55e00;stroke-width:.8}.anomaly-label{fill:#b34700;font-weight:700;font-size:11px}
+.anomaly-mark line{stroke:#d55e00;stroke-width:1.2}.anomaly-mark path{fill:#d55e00}
 .window-outline{fill:rgba(0,0,0,.03);stroke:#444;stroke-dasharray:4 2}
 .tick{stroke:#ddd}.axis{stroke:#999}.tick-label{text-anchor:middle;fill:#555;font-size:10px}
 .window{border-left:4px solid #bbb;padding:2px 0 8px 12px;margin:14px 0}
 .window.has-anomaly{border-left-color:#c62828}
-.window:target,.anomaly-item:target{background:#fff8e1}
+.window:target,.anomaly-item:target,.fault-row:target{background:#fff8e1}
 .legend span{display:inline-flex;align-items:center;margin-right:14px;font-size:12px}
 .sw{display:inline-block;width:22px;height:10px;margin-right:5px;vertical-align:middle}
 ol.anomalies{max-height:300px;overflow-y:auto;border:1px solid #eee;padding:6px 10px 6px 44px;margin:0}ol.anomalies li{margin:3px 0}
 dl.params{display:grid;grid-template-columns:repeat(3,max-content 1fr);gap:2px 10px;margin:0}dl.params dt{font-weight:600}dl.params dd{margin:0}
 .note{margin:2px 0}
-svg.plot{display:block;max-width:100%;height:auto}
+svg.plot{display:block;max-width:1200px;height:auto;font-family:inherit}
+.plot-head{margin:14px 0 2px}.plot-head h3{display:inline;margin-right:14px}
 `
 
 const pageHTML = `<!DOCTYPE html>
@@ -68,13 +69,13 @@ const pageHTML = `<!DOCTYPE html>
 
 <h2 id="timeline">Timeline</h2>
 <div class="legend small">
-<span><i class="sw" style="background:#2f6db5;height:6px"></i>hold (acquire returned → release called)</span>
-<span><i class="sw" style="background:#bcd6f2"></i>lease (acquire sent → TTL ran out or key deleted)</span>
-<span><i class="sw" style="background:#e4572e;height:6px"></i>hold past its lease</span>
-<span><i class="sw" style="border:1px dashed #8a3fb5"></i>unknown outcome</span>
-<span><i class="sw" style="background:rgba(245,166,35,.35)"></i>fault active</span>
-<span><i class="sw" style="border-left:2px dashed #783ca0;width:4px"></i>master switch</span>
-<span><i class="sw" style="background:rgba(220,30,30,.3);border:1px solid #c00"></i>anomaly</span>
+<span><i class="sw" style="background:#0072b2;height:6px"></i>hold (acquire returned → release called)</span>
+<span><i class="sw" style="background:#b9e0f5"></i>lease (acquire sent → TTL ran out or key deleted)</span>
+<span><i class="sw" style="background:#e69f00;height:6px"></i>hold past its lease</span>
+<span><i class="sw" style="border:1px dashed #cc79a7"></i>unknown outcome</span>
+<span><i class="sw" style="background:rgba(240,228,66,.5)"></i>fault active (F1, F2…: rows of the fault table)</span>
+<span><i class="sw" style="border-left:2px dashed #009e73;width:4px"></i>master switch</span>
+<span><i class="sw" style="background:rgba(213,94,0,.25);border:1px solid #d55e00"></i>anomaly</span>
 </div>
 {{range .Keys}}<section class="key" id="{{.ID}}">
 <h3>Key <code>{{.Key}}</code>: whole run <span class="muted small">({{.Holds}} holds; dashed boxes are drawn in detail below, click one)</span></h3>
@@ -87,11 +88,12 @@ const pageHTML = `<!DOCTYPE html>
 {{if .HiddenKeys}}<p class="muted">{{.HiddenKeys}} more keys without anomalies are not drawn.</p>{{end}}
 
 <h2 id="plots">Throughput and latency</h2>
-{{range .Plots}}{{.}}{{end}}
+{{range .Plots}}<div class="plot-head"><h3>{{.Title}}</h3><span class="legend small plot-legend" data-plot="{{.ID}}">{{range .Legend}}<span><i class="sw" style="{{.Style}}"></i>{{.Name}}</span>{{end}}</span></div>
+{{.SVG}}{{end}}
 
 <h2 id="faults">Faults</h2>
-{{if .Faults}}<table><tr><th>fault</th><th>target</th><th>from</th><th>to</th><th>length</th></tr>
-{{range .Faults}}<tr class="fault-row"><td>{{.Fault}}</td><td>{{.Target}}</td><td>{{.Start}}</td><td>{{.End}}</td><td>{{.Length}}</td></tr>{{end}}</table>
+{{if .Faults}}<table id="fault-table"><tr><th></th><th>fault</th><th>target</th><th>from</th><th>to</th><th>length</th></tr>
+{{range .Faults}}<tr class="fault-row" id="fault-{{.N}}"><td>F{{.N}}</td><td>{{.Fault}}</td><td>{{.Target}}</td><td>{{.Start}}</td><td>{{.End}}</td><td>{{.Length}}</td></tr>{{end}}</table>
 {{if .HiddenFaults}}<p class="muted">{{.HiddenFaults}} more faults in history.jsonl.</p>{{end}}{{else}}<p>No fault was injected.</p>{{end}}
 </main>
 <script>addEventListener("DOMContentLoaded",function(){if(location.hash)return;var e=document.getElementById({{.FirstTarget}});if(e)e.scrollIntoView({block:"start"})});</script>

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -107,9 +108,18 @@ const maxSize = 64 << 20
 
 // Read reads dir/summary.json strictly; (nil, nil) when there is none.
 func Read(dir string) (*Summary, error) {
-	path := filepath.Join(dir, FileName)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	s, err := ReadFS(os.DirFS(dir), FileName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, FileName), err)
+	}
+	return s, nil
+}
+
+// ReadFS reads the summary at name in fsys strictly, as Read does; a
+// reader confined to a folder (an os.Root's FS) reads nothing outside it.
+func ReadFS(fsys fs.FS, name string) (*Summary, error) {
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -118,12 +128,12 @@ func Read(dir string) (*Summary, error) {
 	defer f.Close()
 	var s Summary
 	if err := json.NewDecoder(io.LimitReader(f, maxSize)).Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: not a summary: %v", path, err)
+		return nil, fmt.Errorf("not a summary: %v", err)
 	}
 	switch s.Verdict {
 	case checker.Valid, checker.Invalid, checker.Unknown:
 	default:
-		return nil, fmt.Errorf("%s: unknown verdict %q", path, s.Verdict)
+		return nil, fmt.Errorf("unknown verdict %q", s.Verdict)
 	}
 	return &s, nil
 }
