@@ -3,9 +3,12 @@ package report_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +101,16 @@ const readDOM = `(() => {
 // screenshot, and fails the test on any failed request or console error.
 func open(t *testing.T, ctx context.Context, file string) (pageView, []byte) {
 	t.Helper()
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openURL(t, ctx, "file://"+abs)
+}
+
+// openURL is open for any address.
+func openURL(t *testing.T, ctx context.Context, file string) (pageView, []byte) {
+	t.Helper()
 	var mu sync.Mutex
 	var problems []string
 	err := chromedp.Listen(ctx, func(ev any) {
@@ -125,12 +138,8 @@ func open(t *testing.T, ctx context.Context, file string) (pageView, []byte) {
 	defer cancel()
 	var v pageView
 	var png []byte
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	err = chromedp.Do(tctx,
-		chromedp.Navigate("file://"+abs),
+		chromedp.Navigate(file),
 		chromedp.WaitReady("body"),
 		chromedp.Sleep(300*time.Millisecond), // let the load handler scroll
 	)
@@ -167,12 +176,74 @@ func saveShot(t *testing.T, name string, png []byte) {
 	}
 }
 
+// layoutView is what the tests measure of a page's layout.
+type layoutView struct {
+	FaultLabels   int      `json:"faultLabels"`
+	AnomalyLabels int      `json:"anomalyLabels"`
+	Collisions    []string `json:"collisions"`
+	LegendItems   int      `json:"legendItems"`
+	LegendOnData  []string `json:"legendOnData"`
+	Misaligned    []string `json:"misaligned"`
+	PlotFont      string   `json:"plotFont"`
+	BodyFont      string   `json:"bodyFont"`
+	AbsLinks      []string `json:"absLinks"`
+	AbsText       bool     `json:"absText"`
+	EarlyFaults   int      `json:"earlyFaults"`
+}
+
+// readLayout measures, in the browser, whether any two labels of one
+// timeline (fault labels, anomaly labels) overlap, whether any legend entry
+// of a plot lies on its data area, whether each plot's data area is under
+// the timeline's lanes, and whether a link or any text (tooltips included)
+// holds an absolute path, dir in particular.
+const readLayout = `((dir) => {
+  const box = e => e.getBoundingClientRect();
+  const meet = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  const out = {faultLabels: 0, anomalyLabels: 0, collisions: [], legendItems: 0, legendOnData: [], misaligned: [], absLinks: [], earlyFaults: 0};
+  for (const svg of document.querySelectorAll('svg.timeline')) {
+    const ls = [...svg.querySelectorAll('.fault-label, .anomaly-label')];
+    out.faultLabels += svg.querySelectorAll('.fault-label').length;
+    out.anomalyLabels += svg.querySelectorAll('.anomaly-label').length;
+    for (let i = 0; i < ls.length; i++)
+      for (let j = i + 1; j < ls.length; j++)
+        if (meet(box(ls[i]), box(ls[j]))) out.collisions.push(ls[i].firstChild.textContent + ' / ' + ls[j].firstChild.textContent);
+  }
+  const lane = document.querySelector('svg.overview g.lane rect');
+  for (const svg of document.querySelectorAll('svg.plot')) {
+    const area = box(svg.querySelector('rect.plot-area'));
+    for (const item of document.querySelectorAll('.plot-legend[data-plot="' + svg.id + '"] > span')) {
+      out.legendItems++;
+      if (meet(box(item), area)) out.legendOnData.push(svg.id + ': ' + item.textContent);
+    }
+    if (lane && (Math.abs(box(lane).left - area.left) > 1 || Math.abs(box(lane).right - area.right) > 1))
+      out.misaligned.push(svg.id + ': data ' + area.left + '..' + area.right + ', lanes ' + box(lane).left + '..' + box(lane).right);
+    out.plotFont = getComputedStyle(svg.querySelector('text')).fontFamily;
+  }
+  out.bodyFont = getComputedStyle(document.body).fontFamily;
+  for (const e of document.querySelectorAll('[href],[src]')) {
+    const v = e.getAttribute('href') || e.getAttribute('src');
+    if (/^(\/|file:|[A-Za-z]:\\)/.test(v)) out.absLinks.push(v);
+  }
+  const html = document.documentElement.outerHTML;
+  out.absText = html.includes(dir) || /[\s("'](\/tmp|\/home|\/root|\/work)\//.test(html);
+  for (const td of document.querySelectorAll('tr.fault-row td:nth-child(4)')) if (parseFloat(td.textContent) < 5) out.earlyFaults++;
+  return out;
+})(%q)`
+
+// TestBrowserReportOfBrokenRun: a crowded broken run (set-px with overruns
+// under a client pause every 300 ms: at least six faults in its first five
+// seconds) reads as a page to publish: no two labels of a timeline
+// overlap, at the full width of the page or a narrow one; the plots'
+// legends lie off their data areas, which sit under the timeline's lanes,
+// in the page's font; and nothing on the page names a path of the machine
+// that ran it.
 func TestBrowserReportOfBrokenRun(t *testing.T) {
 	ctx := browser(t)
+	out := t.TempDir()
 	res, err := locktorture.Run(context.Background(), locktorture.Options{
 		Lock: "set-px", Overrun: 0.3, TTL: 200 * time.Millisecond, HoldMin: 10 * time.Millisecond, HoldMax: 40 * time.Millisecond,
-		Clients: 4, Duration: 3 * time.Second, Faults: []string{"pause-client"}, NemesisInterval: 500 * time.Millisecond,
-		Seed: 3, OutDir: t.TempDir(), RunID: "set-px-overrun",
+		Clients: 6, Duration: 5 * time.Second, Faults: []string{"pause-client"}, NemesisInterval: 300 * time.Millisecond,
+		NemesisDuration: 150 * time.Millisecond, Seed: 3, OutDir: out, RunID: "set-px-overrun",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +255,8 @@ func TestBrowserReportOfBrokenRun(t *testing.T) {
 	saveShot(t, "report-broken.png", png)
 	listed := len(res.Report.Anomalies)
 	switch {
-	case v.ClientLanes != 4:
-		t.Errorf("overview has %d client lanes, want 4", v.ClientLanes)
+	case v.ClientLanes != 6:
+		t.Errorf("overview has %d client lanes, want 6", v.ClientLanes)
 	case v.FaultBands == 0:
 		t.Errorf("no fault band drawn although pause-client ran")
 	case v.AnomalyItems != listed:
@@ -198,6 +269,39 @@ func TestBrowserReportOfBrokenRun(t *testing.T) {
 		t.Errorf("the first anomaly is not in view on opening (scrollY %v, its top at %v)", v.ScrollY, v.FirstTop)
 	case !strings.Contains(v.Replay, "--lock set-px") || !strings.Contains(v.Replay, "--seed 3") || !strings.Contains(v.Replay, "--nemesis pause-client"):
 		t.Errorf("replay command %q", v.Replay)
+	}
+	for _, width := range []int64{1280, 720} {
+		err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1400))
+		var lay layoutView
+		if err == nil {
+			lay, err = chromedp.Run(ctx, chromedp.Evaluate[layoutView](fmt.Sprintf(readLayout, out)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("width %d: %d fault labels, %d anomaly labels, %d legend entries, %d faults before 5s", width,
+			lay.FaultLabels, lay.AnomalyLabels, lay.LegendItems, lay.EarlyFaults)
+		switch {
+		case lay.EarlyFaults < 6:
+			t.Errorf("%d faults in the first 5s: not the crowded run this test is about", lay.EarlyFaults)
+		case lay.FaultLabels < 6 || lay.AnomalyLabels == 0 || lay.LegendItems < 6:
+			t.Errorf("too little drawn to judge: %+v", lay)
+		}
+		if len(lay.Collisions) > 0 {
+			t.Errorf("width %d: labels overlap: %s", width, strings.Join(lay.Collisions, "; "))
+		}
+		if len(lay.LegendOnData) > 0 {
+			t.Errorf("width %d: legend entries on the data: %s", width, strings.Join(lay.LegendOnData, "; "))
+		}
+		if len(lay.Misaligned) > 0 {
+			t.Errorf("width %d: plots not under the timeline: %s", width, strings.Join(lay.Misaligned, "; "))
+		}
+		if lay.PlotFont != lay.BodyFont {
+			t.Errorf("plots drawn in %q, the page in %q", lay.PlotFont, lay.BodyFont)
+		}
+		if len(lay.AbsLinks) > 0 || lay.AbsText {
+			t.Errorf("the page names absolute paths: links %q, in its text: %v", lay.AbsLinks, lay.AbsText)
+		}
 	}
 }
 
@@ -278,4 +382,87 @@ func seeds(n int, found []string, ttf ...time.Duration) []report.SeedRun {
 		out = append(out, r)
 	}
 	return out
+}
+
+// serveView is what the tests read from the index `torture serve` shows.
+type serveView struct {
+	Runs     []string `json:"runs"`
+	Matrices []string `json:"matrices"`
+}
+
+const readServe = `(() => ({
+  runs: [...document.querySelectorAll('tr.run-row td:nth-child(2) > a')].map(a => a.getAttribute('href')),
+  matrices: [...document.querySelectorAll('tr.matrix-row a')].map(a => a.getAttribute('href')),
+}))()`
+
+// TestBrowserServe: the server of a results folder lists its runs and
+// matrices, opens a run's report, and lists a run that finished after it
+// started on the next load of the index.
+func TestBrowserServe(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	quick := func(id string, seed int64) {
+		t.Helper()
+		_, err := locktorture.Run(context.Background(), locktorture.Options{Lock: "token", TTL: 200 * time.Millisecond,
+			HoldMin: 5 * time.Millisecond, HoldMax: 20 * time.Millisecond, Clients: 2, Duration: time.Second, Seed: seed,
+			OutDir: dir, RunID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	quick("first", 1)
+	// A matrix folder, as `torture matrix --out` leaves one.
+	mdir := filepath.Join(dir, "nightly")
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mdir, "matrix.json"), []byte(`{"name":"nightly","runs":1,"cells":[{}],"as_expected":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(mdir, report.IndexFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Matrix(f, report.MatrixPage{Title: "nightly"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	srv, err := report.NewServer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	base := "http://" + ln.Addr().String() + "/"
+
+	index := func() serveView {
+		t.Helper()
+		openURL(t, ctx, base)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[serveView](readServe))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	v := index()
+	if strings.Join(v.Runs, " ") != "first/report.html" || strings.Join(v.Matrices, " ") != "nightly/" {
+		t.Fatalf("index lists runs %q and matrices %q, want first/report.html and nightly/", v.Runs, v.Matrices)
+	}
+	if pv, _ := openURL(t, ctx, base+v.Runs[0]); pv.Verdict != "valid" || pv.Plots != 2 || pv.ClientLanes != 2 {
+		t.Errorf("the run's report through the server: %+v", pv)
+	}
+	if pv, _ := openURL(t, ctx, base+v.Matrices[0]); pv.Verdict != "" {
+		t.Errorf("the matrix page through the server: %+v", pv)
+	}
+
+	quick("second", 2)
+	if v := index(); len(v.Runs) != 2 || !slices.Contains(v.Runs, "second/report.html") {
+		t.Errorf("after a second run the index lists %q", v.Runs)
+	}
 }

@@ -69,6 +69,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/" || r.URL.Path == "/"+IndexFileName:
 		s.serveIndex(w, r)
 		return
+	case r.URL.Path == "/favicon.ico":
+		w.WriteHeader(http.StatusNoContent) // none; a browser asks anyway
+		return
 	case strings.HasSuffix(r.URL.Path, ".jsonl"):
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	}
