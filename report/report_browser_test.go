@@ -270,6 +270,18 @@ func TestBrowserReportOfBrokenRun(t *testing.T) {
 	case !strings.Contains(v.Replay, "--lock set-px") || !strings.Contains(v.Replay, "--seed 3") || !strings.Contains(v.Replay, "--nemesis pause-client"):
 		t.Errorf("replay command %q", v.Replay)
 	}
+	// The whole-run overview with its fault labels, and the plots.
+	for id, name := range map[string]string{"timeline": "report-broken-timeline.png", "plots": "report-broken-plots.png"} {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById("`+id+`").scrollIntoView({block: "start"}), true)`))
+		var shot []byte
+		if err == nil {
+			shot, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		saveShot(t, name, shot)
+	}
 	for _, width := range []int64{1280, 720} {
 		err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1400))
 		var lay layoutView
