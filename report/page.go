@@ -114,24 +114,7 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 			pg.Unknowns = append(pg.Unknowns, c.Checker+": "+c.Error)
 		}
 	}
-	classes := s.Classes
-	if classes == nil {
-		pg.ClassesListed = true
-		classes = checker.ClassCounts{}
-		for _, a := range s.Anomalies {
-			if a.Class != "" {
-				if classes[a.Kind] == nil {
-					classes[a.Kind] = map[checker.Class]int{}
-				}
-				classes[a.Kind][a.Class]++
-			}
-		}
-	}
-	for k, n := range s.Counts {
-		pg.Counts = append(pg.Counts, countRow{Kind: string(k), N: n, Classes: checker.ClassText(classes[k])})
-		pg.AnomalyTotal += n
-	}
-	sort.Slice(pg.Counts, func(i, j int) bool { return pg.Counts[i].Kind < pg.Counts[j].Kind })
+	pg.countRows(s)
 
 	// Keys with anomalies first, in the order of their first anomaly.
 	order := map[string]int{}
@@ -203,6 +186,31 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 		}
 	}
 	return pg, nil
+}
+
+// countRows fills the outcome table: every kind with its count and its
+// classes, both over every anomaly found. A summary written before
+// summary.json counted classes has only its listed anomalies to count
+// them from, and the page says so.
+func (pg *page) countRows(s *summary) {
+	classes := s.Classes
+	if classes == nil {
+		pg.ClassesListed = true
+		classes = checker.ClassCounts{}
+		for _, a := range s.Anomalies {
+			if a.Class != "" {
+				if classes[a.Kind] == nil {
+					classes[a.Kind] = map[checker.Class]int{}
+				}
+				classes[a.Kind][a.Class]++
+			}
+		}
+	}
+	for k, n := range s.Counts {
+		pg.Counts = append(pg.Counts, countRow{Kind: string(k), N: n, Classes: checker.ClassText(classes[k])})
+		pg.AnomalyTotal += n
+	}
+	sort.Slice(pg.Counts, func(i, j int) bool { return pg.Counts[i].Kind < pg.Counts[j].Kind })
 }
 
 var pageTmpl = template.Must(template.New("report").Parse(pageHTML))
