@@ -157,6 +157,14 @@ func (b Breaks) String() string {
 	return fmt.Sprintf("%s (%s)", b.Kind, b.Class)
 }
 
+// counted reports whether rep counts an anomaly b asks for, listed or not.
+func (b Breaks) counted(rep *checker.Report) bool {
+	if b.Class == "" {
+		return rep.Count[b.Kind] > 0
+	}
+	return rep.Classes[b.Kind][b.Class] > 0
+}
+
 // matches reports whether a is the anomaly b asks for.
 func (b Breaks) matches(a checker.Anomaly) bool {
 	return a.Kind == b.Kind && (b.Class == "" || a.Class == b.Class)

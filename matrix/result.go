@@ -127,7 +127,9 @@ func (c *CellResult) summarise(minRate float64) {
 		}
 		if s.Detected {
 			c.Detected++
-			firsts = append(firsts, *s.FirstMs)
+			if s.FirstMs != nil { // nil: found beyond those listed
+				firsts = append(firsts, *s.FirstMs)
+			}
 		}
 		if c.Expect.Breaks == nil && s.AsExpected {
 			c.Held++

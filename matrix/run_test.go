@@ -256,3 +256,41 @@ func TestBreakingRunsStopAtTheirAnomaly(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeCountsBeyondListed: a report lists 50 anomalies of a kind and
+// counts them all by class; a breaking cell whose class shows only past the
+// listed ones is detected all the same (with no time to first to tell),
+// and one whose class the counts lack is not.
+func TestJudgeCountsBeyondListed(t *testing.T) {
+	listed := make([]checker.Anomaly, 50)
+	for i := range listed {
+		listed[i] = dh(checker.ClassLeaseOutlived, int64(i+1))
+	}
+	rep := &checker.Report{Verdict: checker.Invalid, Anomalies: listed, Count: map[checker.Kind]int{checker.KindDoubleHolder: 51},
+		Classes: checker.ClassCounts{checker.KindDoubleHolder: {checker.ClassLeaseOutlived: 50, checker.ClassWithinLease: 1}}}
+	for _, tc := range []struct {
+		class    checker.Class
+		detected bool
+		first    bool
+	}{
+		{checker.ClassLeaseOutlived, true, true},
+		{checker.ClassWithinLease, true, false},
+		{"", true, true},
+	} {
+		var sr SeedResult
+		judge(&sr, Expect{Breaks: &Breaks{Kind: checker.KindDoubleHolder, Class: tc.class}}, rep)
+		if sr.Detected != tc.detected || sr.AsExpected != tc.detected || (sr.FirstMs != nil) != tc.first {
+			t.Errorf("breaks double-holder %q: %+v", tc.class, sr)
+		}
+	}
+	rep.Classes[checker.KindDoubleHolder] = map[checker.Class]int{checker.ClassLeaseOutlived: 51}
+	var sr SeedResult
+	if judge(&sr, Expect{Breaks: &Breaks{Kind: checker.KindDoubleHolder, Class: checker.ClassWithinLease}}, rep); sr.Detected {
+		t.Errorf("within-lease detected where none was counted: %+v", sr)
+	}
+	c := CellResult{Expect: Expect{Breaks: &Breaks{Kind: checker.KindDoubleHolder}}, Seeds: []SeedResult{{Verdict: checker.Invalid, Detected: true, AsExpected: true}}}
+	c.summarise(1)
+	if !c.AsExpected || c.FirstMedianMs != nil {
+		t.Errorf("a seed detected beyond the listed: cell %+v", c)
+	}
+}

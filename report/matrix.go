@@ -101,7 +101,9 @@ func (c MatrixCell) Summary() CellSummary {
 	for _, r := range c.Seeds {
 		if c.Expect.detected(r) {
 			s.Detected++
-			ttf = append(ttf, r.FirstAnomaly)
+			if r.FirstAnomaly > 0 { // zero: found, but not when
+				ttf = append(ttf, r.FirstAnomaly)
+			}
 		}
 	}
 	sort.Slice(ttf, func(i, j int) bool { return ttf[i] < ttf[j] })
