@@ -142,7 +142,7 @@ var matrixTmpl = template.Must(template.New("matrix").Funcs(template.FuncMap{"du
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>` + baseCSS + `
 table.matrix td{min-width:150px;font-size:12.5px}
-td.as-expected{background:#e3f4e6}td.partly{background:#fff4d6}td.unexpected{background:#fbe0e0}td.empty{background:#f6f6f6;color:#999}
+td.as-expected{background:#d4efe6}td.partly{background:#fdefc4}td.unexpected{background:#f6d3bd}td.empty{background:#f6f6f6;color:#999}
 .expect{font-weight:600}.status{font-size:11px;text-transform:uppercase;letter-spacing:.04em}
 .seeds a{margin-right:4px}
 </style></head><body><main>
