@@ -18,6 +18,7 @@ import (
 	"github.com/locktorture/locktorture/cli"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/report"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // TestClassCountsCoverEveryAnomaly: a run with far more double holders
@@ -65,7 +66,7 @@ func TestClassCountsCoverEveryAnomaly(t *testing.T) {
 	}
 	same("the run", res.Report.Classes)
 
-	var sum locktorture.Summary
+	var sum summary.Summary
 	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func TestMovedFoldersKeepTheirLinks(t *testing.T) {
 	if _, err := report.Index(ctx, results); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := matrix.Parse(strings.NewReader(movedSpec), "moved")
+	spec, err := matrix.Parse(strings.NewReader(movedSpec), "moved", locktorture.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 // classes, both over every anomaly found. A summary written before
 // summary.json counted classes has only its listed anomalies to count
 // them from, and the page says so.
-func (pg *page) countRows(s *summary) {
+func (pg *page) countRows(s *summary.Summary) {
 	classes := s.Classes
 	if classes == nil {
 		pg.ClassesListed = true
