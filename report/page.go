@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/summary"
 )
 
@@ -94,18 +95,7 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 		pg.Title = r.Lock
 		pg.Started = fmtStarted(r.Started)
 		pg.Replay = ReplayCommand(r)
-		pg.Params = [][2]string{{"lock", r.Lock}, {"workload", r.Workload}, {"topology", r.Topology},
-			{"clients", fmt.Sprint(r.Clients)}, {"keys", fmt.Sprint(r.Keys)}, {"ttl", r.TTL().String()}, {"seed", fmt.Sprint(r.Seed)}}
-		names := make([]string, 0, len(r.Params))
-		for k := range r.Params {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			if v := r.Params[k]; v != "" {
-				pg.Params = append(pg.Params, [2]string{k, v})
-			}
-		}
+		pg.Params = params(r)
 	} else {
 		pg.Title = "history"
 	}
@@ -186,6 +176,24 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 		}
 	}
 	return pg, nil
+}
+
+// params are the run's parameters as the page lists them: the header's
+// own fields, then every recorded parameter by name.
+func params(r *history.RunInfo) [][2]string {
+	ps := [][2]string{{"lock", r.Lock}, {"workload", r.Workload}, {"topology", r.Topology},
+		{"clients", fmt.Sprint(r.Clients)}, {"keys", fmt.Sprint(r.Keys)}, {"ttl", r.TTL().String()}, {"seed", fmt.Sprint(r.Seed)}}
+	names := make([]string, 0, len(r.Params))
+	for k := range r.Params {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if v := r.Params[k]; v != "" {
+			ps = append(ps, [2]string{k, v})
+		}
+	}
+	return ps
 }
 
 // countRows fills the outcome table: every kind with its count and its
