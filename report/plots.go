@@ -277,16 +277,28 @@ func linePlot(id, title, unit string, end int64, fb faultBands, lines []namedXYs
 		if len(l.xys) == 0 {
 			continue
 		}
-		ln, err := plotter.NewLine(l.xys)
-		if err != nil {
-			return pv, fmt.Errorf("plot %s: %w", l.name, err)
+		for _, seg := range segments(l.xys, 1.5*float64(end)/1e9/plotBuckets) {
+			if len(seg) == 1 {
+				// A lone column draws no line: a dot shows its value.
+				sc, err := plotter.NewScatter(seg)
+				if err != nil {
+					return pv, fmt.Errorf("plot %s: %w", l.name, err)
+				}
+				sc.GlyphStyle = draw.GlyphStyle{Color: l.color, Radius: vg.Points(1.6), Shape: draw.CircleGlyph{}}
+				p.Add(sc)
+				continue
+			}
+			ln, err := plotter.NewLine(seg)
+			if err != nil {
+				return pv, fmt.Errorf("plot %s: %w", l.name, err)
+			}
+			ln.Color = l.color
+			ln.Width = vg.Points(1.4)
+			if l.dash {
+				ln.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			}
+			p.Add(ln)
 		}
-		ln.Color = l.color
-		ln.Width = vg.Points(1.4)
-		if l.dash {
-			ln.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
-		p.Add(ln)
 		pv.Legend = append(pv.Legend, legendItem{l.name, lineSwatch(l.color, l.dash)})
 	}
 	// The run's whole length, as on the timeline (the bands are not data);
@@ -309,6 +321,21 @@ func linePlot(id, title, unit string, end int64, fb faultBands, lines []namedXYs
 	}
 	pv.SVG = template.HTML(inlineSVG(buf.String(), id, area))
 	return pv, nil
+}
+
+// segments cuts a series where columns without a value (no ok acquire
+// there, hence no latency) leave a gap wider than maxGap, so that the line
+// does not draw a latency through time when nothing was acquired.
+func segments(xys plotter.XYs, maxGap float64) []plotter.XYs {
+	var out []plotter.XYs
+	from := 0
+	for i := 1; i <= len(xys); i++ {
+		if i == len(xys) || xys[i].X-xys[i-1].X > maxGap {
+			out = append(out, xys[from:i])
+			from = i
+		}
+	}
+	return out
 }
 
 var svgOpen = regexp.MustCompile(`<svg[^>]*>`)

@@ -455,7 +455,8 @@ func TestBrowserServe(t *testing.T) {
 
 	index := func() serveView {
 		t.Helper()
-		openURL(t, ctx, base)
+		_, png := openURL(t, ctx, base)
+		saveShot(t, "serve-index.png", png)
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[serveView](readServe))
 		if err != nil {
 			t.Fatal(err)

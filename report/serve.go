@@ -209,7 +209,7 @@ var serveTmpl = template.Must(template.New("serve").Parse(`<!DOCTYPE html>
 <p class="muted">{{len .Matrices}} matrices and {{len .Runs}} runs, newest first, as of {{.Now}}. Reload to see runs that landed since.</p>
 <h2>Matrices</h2>
 {{if .Matrices}}<table id="matrices"><tr><th>started</th><th>matrix</th><th>cells as expected</th><th>runs</th><th>harness errors</th></tr>
-{{range .Matrices}}<tr class="matrix-row"><td>{{.Started}}</td><td><a href="{{.Page}}">{{.Title}}</a> <span class="muted small">{{.Name}}</span></td>
+{{range .Matrices}}<tr class="matrix-row"><td>{{.Started}}</td><td><a href="{{.Page}}">{{.Title}}</a>{{if ne .Name .Title}} <span class="muted small">{{.Name}}</span>{{end}}</td>
 <td>{{.AsExpected}} of {{.Cells}}{{if .Interrupted}} (interrupted){{end}}</td><td>{{.Runs}}</td><td>{{.Errors}}</td></tr>{{end}}
 </table>{{else}}<p class="muted">None.</p>{{end}}
 <h2>Runs</h2>
