@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/report"
 )
 
@@ -42,7 +43,8 @@ func (r *Result) Page(title, dir string) report.MatrixPage {
 		}
 		for _, s := range c.Seeds {
 			asExpected := s.AsExpected
-			run := report.SeedRun{Seed: s.Seed, Verdict: string(s.Verdict), AsExpected: &asExpected}
+			run := report.SeedRun{Seed: s.Seed, Verdict: string(s.Verdict), AsExpected: &asExpected,
+				Counts: checker.CountText(s.Counts, s.Classes)}
 			for k := range s.Counts {
 				run.Found = append(run.Found, string(k))
 				for c := range s.Classes[k] {

@@ -31,9 +31,15 @@ func (s scripted) run(_ context.Context, o locktorture.Options) (*locktorture.Re
 }
 
 func result(v checker.Verdict, as ...checker.Anomaly) *locktorture.Result {
-	rep := &checker.Report{Verdict: v, Anomalies: as, Count: map[checker.Kind]int{}}
+	rep := &checker.Report{Verdict: v, Anomalies: as, Count: map[checker.Kind]int{}, Classes: checker.ClassCounts{}}
 	for _, a := range as {
 		rep.Count[a.Kind]++
+		if a.Class != "" {
+			if rep.Classes[a.Kind] == nil {
+				rep.Classes[a.Kind] = map[checker.Class]int{}
+			}
+			rep.Classes[a.Kind][a.Class]++
+		}
 	}
 	return &locktorture.Result{Verdict: v, Report: rep}
 }
@@ -116,7 +122,8 @@ func TestRunJudgesCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`href="runs/breaks-seed1/report.html"`, `data-status="as-expected"`, `data-status="unexpected"`} {
+	for _, want := range []string{`href="runs/breaks-seed1/report.html"`, `data-status="as-expected"`, `data-status="unexpected"`,
+		`title="invalid: double-holder 2 (lease-outlived 1, within-lease 1)"`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("index.html lacks %s", want)
 		}

@@ -60,6 +60,9 @@ type SeedRun struct {
 	FirstAnomaly time.Duration
 	// Report is the link to the run's report.html, relative to the page.
 	Report string
+	// Counts says what the run found, by kind and class, over every
+	// anomaly (checker.CountText); the link's tooltip.
+	Counts string
 	// AsExpected, when set, is the runner's own judgement of this seed
 	// (a spec may expect more than Expectation can say, such as "holds
 	// against these kinds"); nil lets the page judge from Found.
@@ -155,7 +158,7 @@ td.as-expected{background:#d4efe6}td.partly{background:#fdefc4}td.unexpected{bac
 <div class="expect">{{.Expect}}</div>
 <div>detected {{.Rate}}</div>{{if .TTF}}<div>first after {{.TTF}}</div>{{end}}
 <div class="status">{{.Status}}</div>
-<div class="seeds small">{{range .Seeds}}{{if .Report}}<a href="{{.Report}}" title="{{.Verdict}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}} {{end}}{{end}}</div>
+<div class="seeds small">{{range .Seeds}}{{if .Report}}<a href="{{.Report}}" title="{{.Verdict}}{{if .Counts}}: {{.Counts}}{{end}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}} {{end}}{{end}}</div>
 </td>{{end}}{{end}}</tr>
 {{end}}</table></main></body></html>
 `))
