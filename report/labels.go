@@ -46,7 +46,7 @@ func textWidth(s string, size float64, bold bool) float64 {
 	return em*size + 2
 }
 
-// faultText is what a fault's label can say, longest first.
+// faultTexts are what a fault's label can say, longest first.
 func faultTexts(n int, fault, target string) []string {
 	short := shortTarget(target)
 	var out []string
