@@ -34,6 +34,21 @@ type clients struct {
 // client acts before the schedule runs.
 func startClients(ctx context.Context, r *run) (*clients, error) {
 	opts, pl := r.opts, r.plan
+	lockCfg := locks.Config{TTL: opts.TTL, Wait: opts.Wait, RetryDelay: opts.RetryDelay, Addrs: r.env.lockAddrs(),
+		CommandTimeout: opts.RedisTimeout, Settings: opts.values(), Unfaulted: len(r.env.faults) == 0}
+	// A lock program starts once here, before the header is written: it
+	// names itself in the history.
+	lockName, program, err := probeLock(ctx, opts, pl.lock, lockCfg, r.env)
+	if err != nil {
+		return nil, err
+	}
+	r.info.Lock = lockName
+	if program != "" {
+		if r.info.Params == nil {
+			r.info.Params = map[string]string{}
+		}
+		r.info.Params["lock_program"] = program
+	}
 	c := &clients{watch: nemesis.NewWatch(aimWarmup)}
 	c.stopCtx, c.stop = context.WithCancel(ctx)
 	var stopWhen func(checker.Anomaly) bool
@@ -67,14 +82,14 @@ func startClients(ctx context.Context, r *run) (*clients, error) {
 	}
 	c.runner, err = workloads.NewRunner(workloads.Config{
 		Clients: opts.Clients, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
-		Lock: pl.lock.New,
-		LockConfig: locks.Config{TTL: opts.TTL, Wait: opts.Wait, RetryDelay: opts.RetryDelay,
-			Addrs: r.env.lockAddrs(), CommandTimeout: opts.RedisTimeout, Settings: opts.values()},
-		Connect:  r.env.connector(opts),
-		Dial:     r.env.dialer,
-		Recorder: c.rec,
-		Logf:     opts.Logf,
-		Observe:  steps,
+		Lock:       pl.lock.New,
+		LockConfig: lockCfg,
+		Connect:    r.env.connector(opts),
+		Dial:       r.env.dialer,
+		Routes:     r.env.routes,
+		Recorder:   c.rec,
+		Logf:       opts.Logf,
+		Observe:    steps,
 	})
 	if err != nil {
 		c.close()

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"net"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/locks/program"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/workloads"
 )
@@ -178,6 +182,29 @@ func (e *env) lockAddrs() []string {
 	return out
 }
 
+// routes are one client's own addresses of lockAddrs, for a lock that runs
+// as a program and dials them itself (locks.Config.Routes): its proxies, so
+// that network faults reach it, or the nodes themselves in a run without
+// faults. None where lockAddrs has none.
+func (e *env) routes(client int) []string {
+	addrs := e.lockAddrs()
+	if e.direct || len(addrs) == 0 {
+		return addrs
+	}
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		p, err := e.net.Route(nemesis.ClientName(client), a)
+		if err != nil {
+			// The run made every route before it began: only a
+			// network closed under the run ends here.
+			e.logf("route client %d to %s: %v", client, a, err)
+			return nil
+		}
+		out = append(out, p.Listen)
+	}
+	return out
+}
+
 // clientSet lets client faults reach the runner's live processes.
 type clientSet struct{ r *workloads.Runner }
 
@@ -189,4 +216,43 @@ func (c clientSet) Gate(i int) nemesis.Gate {
 		return nil
 	}
 	return p.Gate
+}
+
+// lockEntry looks a lock up by name; a name exec:COMMAND ARGS... is a lock
+// program run from its command line (locks/program).
+func lockEntry(r *locks.Registry, name string) (locks.Entry, error) {
+	if program.IsExec(name) {
+		return program.Exec(name)
+	}
+	return r.Get(name)
+}
+
+// probeLock checks, for a lock that can (a lock program), that it runs at
+// all before any client starts, and names the lock for the history: by its
+// registry name, except a program named on the command line (exec:...), which
+// is known by the name and version its handshake gives. program is that
+// handshake's name and version, empty for an in-process lock.
+func probeLock(ctx context.Context, opts Options, entry locks.Entry, cfg locks.Config, e *env) (name, program string, err error) {
+	if entry.Probe == nil {
+		return opts.Lock, "", nil
+	}
+	cfg.Routes = e.routes(0)
+	cfg.Rand = rand.New(rand.NewSource(opts.Seed))
+	program, err = entry.Probe(ctx, cfg)
+	if err != nil {
+		return "", "", usage("lock %s: %v", opts.Lock, err)
+	}
+	if strings.HasPrefix(opts.Lock, "exec:") {
+		return program, program, nil
+	}
+	return opts.Lock, program, nil
+}
+
+var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// idPart is name as a part of a run id (a folder name): a lock named by
+// its command line (exec:./lock --flag) keeps only letters, digits, '.',
+// '_' and '-'.
+func idPart(name string) string {
+	return strings.Trim(unsafeIDChars.ReplaceAllString(name, "_"), "_")
 }

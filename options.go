@@ -298,7 +298,7 @@ type plan struct {
 func (o Options) resolve() (plan, error) {
 	var p plan
 	var err error
-	if p.lock, err = o.Registries.Locks.Get(o.Lock); err != nil {
+	if p.lock, err = lockEntry(o.Registries.Locks, o.Lock); err != nil {
 		return p, &UsageError{err}
 	}
 	if p.workload, err = o.Registries.Workloads.Get(o.Workload); err != nil {

@@ -109,7 +109,7 @@ func newRun(opts Options) (*run, error) {
 		return nil, err
 	}
 	if opts.RunID == "" {
-		opts.RunID = fmt.Sprintf("%s-%s-seed%d", time.Now().Format("20060102-150405"), opts.Lock, opts.Seed)
+		opts.RunID = fmt.Sprintf("%s-%s-seed%d", time.Now().Format("20060102-150405"), idPart(opts.Lock), opts.Seed)
 	}
 	opts.KeyPrefix = opts.keyPrefix()
 	r := &run{opts: opts, plan: pl, res: &Result{RunID: opts.RunID}}

@@ -32,6 +32,9 @@ func (r *run) runSchedule(ctx context.Context) error {
 	stop()
 	<-schedDone
 	<-progressDone
+	if err := c.runner.Err(); err != nil {
+		return err // a lock program broke its protocol: no verdict
+	}
 	elapsed := time.Since(start)
 	r.res.Interrupted = ctx.Err() != nil
 	if err := c.rec.Close(); err != nil {

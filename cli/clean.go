@@ -13,7 +13,8 @@ import (
 
 // cmdClean removes what killed runs left: containers and networks labelled
 // by a run whose harness is dead, the local backend's temp dirs of dead
-// harnesses and any server still running from them.
+// harnesses and any server still running from them, and lock programs
+// whose harness died.
 func cmdClean(args []string, stdout, stderr io.Writer) int {
 	var opts cluster.CleanOptions
 	fs := newFlags("clean", stderr)

@@ -159,7 +159,46 @@ func Clean(ctx context.Context, opts CleanOptions) (Removed, error) {
 	r, err := cleanDirs(opts.TempDir, opts.All)
 	out.add(r)
 	errs = append(errs, err)
+	out.Processes = append(out.Processes, killPrograms(opts.All)...)
 	return out, errors.Join(errs...)
+}
+
+// ProgramEnv marks every lock program a harness starts (locks/program):
+// its value is the harness's pid, so that `torture clean` can find a
+// program whose harness died without taking it along (one that escaped its
+// process group, or on a system without Linux's parent-death signal).
+const ProgramEnv = "LOCKTORTURE_HARNESS_PID"
+
+// killPrograms kills, from /proc, every process marked with ProgramEnv by a
+// harness that is dead (by any harness, with all) and returns their pids.
+func killPrograms(all bool) []string {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(b), "\x00") {
+			v, ok := strings.CutPrefix(kv, ProgramEnv+"=")
+			if !ok {
+				continue
+			}
+			h, err := strconv.Atoi(v)
+			if (all || err != nil || !alive(h)) && h != os.Getpid() && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				out = append(out, strconv.Itoa(pid))
+			}
+			break
+		}
+	}
+	return out
 }
 
 // cleanDirs removes the temp dirs of dead harnesses (see HarnessPidFile)

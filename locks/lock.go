@@ -119,6 +119,19 @@ type Config struct {
 	// proxies and its gate, so that network faults, pauses and crashes reach
 	// a library's own connections as they reach Nodes. Set with Addrs.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Routes are this client's own addresses of Addrs, in their order: its
+	// fault proxies (the nodes themselves in a run without faults). A lock
+	// that runs as a program of its own (locks/program) cannot use Dial, so
+	// it connects to these, and network faults reach it there; pauses and
+	// crashes reach it as signals. Set with Addrs.
+	Routes []string
+	// Client numbers the client of the run this lock serves (from 0), for
+	// messages that must name it.
+	Client int
+	// Unfaulted is set in a run without faults: nothing pauses or kills a
+	// client at its steps, so a lock program need not wait at each one for
+	// the harness's go (a round trip per command).
+	Unfaulted bool
 	// CommandTimeout is the per-command (dial, read, write) timeout the
 	// harness gave Nodes; a library with its own client applies the same.
 	// 0 means each client library's own default.
@@ -156,7 +169,22 @@ type Hooks struct {
 	// function it returns is called with the outcome: extended, or err
 	// (nil, ErrNotAcquired when the lease was no longer ours, or a failure).
 	Renew func(lease *Lease) func(err error)
+	// Sent is for a lock whose commands do not go through Nodes (a lock
+	// program): it tells the harness an attempt of the call running under
+	// ctx sends its command now, and the function it returns that its reply
+	// is surely back, so the history places attempts and lease starts as it
+	// does from Nodes' own commands. Nil when nothing records them.
+	Sent func(ctx context.Context) (replied func())
 }
+
+// FatalError is what a lock returns when it can no longer report outcomes
+// the history can trust: a lock program that broke its protocol or died on
+// its own. The run ends with it (a harness error, exit code 2) instead of
+// recording guesses.
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
 
 func (h Hooks) step(ctx context.Context, point string) error {
 	if h.Step == nil {
@@ -206,6 +234,11 @@ type Entry struct {
 	// Settings are the knobs this lock reads beyond the run's own (from
 	// Config.Settings): each is a flag of torture run and a spec key.
 	Settings []settings.Setting
+	// Probe, when set, checks once before the clients start that the lock
+	// can run with cfg (a lock program starts, speaks the protocol and
+	// stops) and returns the name and version it gives itself, which the
+	// history records. Its error is the run's, worded for the user.
+	Probe func(ctx context.Context, cfg Config) (name string, err error)
 }
 
 // About implements registry.Entry.

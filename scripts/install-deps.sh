@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what locktorture's runs and tests need when it is missing:
-# redis-server (and redis-sentinel), libfaketime, and chromium (the report
-# tests render report.html in it), from Debian's packages.
+# redis-server (and redis-sentinel), libfaketime, chromium (the report
+# tests render report.html in it), and python3-redis (the redis-py lock
+# programs; Debian's /usr/bin/python3 must import it, whatever python3 comes
+# first on PATH), from Debian's packages.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -29,6 +29,37 @@ type Gate struct {
 	// observe, when set, is told of each point before the step takes
 	// effect, so a crash or pause aimed at the point lands on it.
 	observe func(point string)
+	// proc, when set, is the operating-system process the client's lock
+	// runs in: pauses and crashes reach it as signals.
+	proc Signaled
+}
+
+// Signaled is implemented by a lock that runs as an operating-system
+// process of its own (a lock program, see locks/program). Its threads do not
+// pass through the gate, so the gate stops, continues and kills the process
+// itself: a pause is SIGSTOP of all its threads, a crash SIGKILL. Each call
+// must return at once.
+type Signaled interface {
+	Stop()
+	Continue()
+	Kill()
+}
+
+// Attach makes the gate's pauses and crashes reach p too. A process that
+// crashed already is killed at once.
+func (g *Gate) Attach(p Signaled) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.proc = p
+	select {
+	case <-g.dead:
+		p.Kill()
+		return
+	default:
+	}
+	if g.resume != nil {
+		p.Stop()
+	}
 }
 
 // NewGate returns a gate for a running process.
@@ -58,6 +89,9 @@ func (g *Gate) Pause() {
 	if g.resume == nil {
 		g.resume = make(chan struct{})
 		g.pausedT = time.Now()
+		if g.proc != nil {
+			g.proc.Stop()
+		}
 	}
 }
 
@@ -68,6 +102,9 @@ func (g *Gate) Resume() {
 	if g.resume != nil {
 		close(g.resume)
 		g.resume = nil
+		if g.proc != nil {
+			g.proc.Continue()
+		}
 	}
 }
 
@@ -86,6 +123,9 @@ func (g *Gate) Crash() {
 	case <-g.dead:
 	default:
 		close(g.dead)
+		if g.proc != nil {
+			g.proc.Kill()
+		}
 	}
 	if g.resume != nil {
 		close(g.resume)

@@ -263,5 +263,6 @@ func ReleaseBound(ttl time.Duration) time.Duration { return 2*ttl + 10*time.Seco
 
 // died reports whether err means the process was killed mid-operation. Its
 // open operation completes unknown under the same process id, and the crash
-// event that follows names that process.
-func died(err error) bool { return err != nil && errors.Is(err, ErrCrashed) }
+// event that follows names that process. A lock's fatal error ends the
+// process the same way, and then the run.
+func died(err error) bool { return err != nil && (errors.Is(err, ErrCrashed) || fatal(err)) }

@@ -97,6 +97,9 @@ type Config struct {
 	// connections (through its proxies and gate), for locks whose library
 	// opens its own (locks.Config.Dial).
 	Dial func(client int, gate *Gate) func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Routes, when set, gives a client's own addresses of the masters (its
+	// fault proxies) for locks that run as programs (locks.Config.Routes).
+	Routes func(client int) []string
 	// Recorder receives the history.
 	Recorder *history.Recorder
 	// Logf reports harness trouble (a process that could not start).
@@ -118,6 +121,10 @@ type Runner struct {
 	stats Stats
 
 	nextPID atomic.Int64
+	// abort ends the run with a lock's fatal error, the first of which
+	// is kept in failed (see Err).
+	abort  func(error)
+	failed error
 
 	mu      sync.Mutex
 	current map[int]*Process // the live process of each client
@@ -158,6 +165,11 @@ func Key(i int) string { return fmt.Sprintf("lock:%d", i) }
 // Operations run under their own context so that the end of the run does not
 // turn them into unknown outcomes.
 func (r *Runner) Run(ctx context.Context, w Workload, grace time.Duration) {
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	r.mu.Lock()
+	r.abort = abort
+	r.mu.Unlock()
 	ops, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stopped := make(chan struct{})
@@ -190,6 +202,10 @@ func (r *Runner) client(ctx, ops context.Context, w Workload, c int) {
 	rng := rand.New(rand.NewSource(r.cfg.Seed*1_000_003 + int64(c)*7919 + 1))
 	for incarnation := 0; ctx.Err() == nil; incarnation++ {
 		p, err := r.spawn(c, rng)
+		if fatal(err) {
+			r.fail(err)
+			return
+		}
 		if err != nil {
 			r.cfg.Logf("client %d: %v", c, err)
 			select {
@@ -224,6 +240,10 @@ func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 	if r.cfg.Dial != nil {
 		lc.Dial = r.cfg.Dial(c, p.Gate)
 	}
+	if r.cfg.Routes != nil {
+		lc.Routes = r.cfg.Routes(c)
+	}
+	lc.Client = c
 	lc.Rand = rand.New(rand.NewSource(rng.Int63()))
 	lc.NewToken = func() string {
 		p.tokens++
@@ -231,11 +251,14 @@ func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 		p.lastToken.Store(t)
 		return t
 	}
-	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook()}
+	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook(), Sent: sentHook}
 	lk, err := r.cfg.Lock(lc)
 	if err != nil {
 		closeAll(nodes)
 		return nil, fmt.Errorf("build lock: %w", err)
+	}
+	if s, ok := lk.(Signaled); ok {
+		p.Gate.Attach(s)
 	}
 	p.Lock = lk
 	r.mu.Lock()
@@ -262,7 +285,9 @@ func (r *Runner) retire(p *Process, err error) {
 		delete(r.current, p.Client)
 	}
 	r.mu.Unlock()
-	if errors.Is(err, ErrCrashed) || errors.Is(err, ErrAbandon) {
+	if fatal(err) {
+		r.fail(err)
+	} else if errors.Is(err, ErrCrashed) || errors.Is(err, ErrAbandon) {
 		r.stats.Crashes.Add(1)
 		r.cfg.Recorder.Info(history.Event{Op: history.Crash, Client: p.Client, Process: p.ID(), Error: err.Error()})
 	} else if err != nil {
@@ -276,6 +301,34 @@ func (r *Runner) retire(p *Process, err error) {
 	}
 	r.dropHolds(p.Client)
 	closeAll(p.Nodes)
+}
+
+// fatal reports whether err must end the run (a lock program that broke
+// its protocol): see locks.FatalError.
+func fatal(err error) bool {
+	var f *locks.FatalError
+	return errors.As(err, &f)
+}
+
+// fail ends the run with err; the first such error is the run's (Err).
+func (r *Runner) fail(err error) {
+	r.mu.Lock()
+	abort := r.abort
+	if r.failed == nil {
+		r.failed = err
+	}
+	r.mu.Unlock()
+	if abort != nil {
+		abort(err)
+	}
+}
+
+// Err is the error that ended the run early, if a lock reported one it
+// cannot go on from (a *locks.FatalError); nil otherwise.
+func (r *Runner) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
 }
 
 func closeAll(nodes []redis.UniversalClient) {

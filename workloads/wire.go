@@ -64,6 +64,19 @@ func (stampHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	}
 }
 
+// sentHook is locks.Hooks.Sent: each step of a lock program is an attempt
+// of its own, from the harness's go to the program's next line, since the
+// harness cannot tell the attempts apart by the idle time between them (it
+// does not see the reply).
+func sentHook(ctx context.Context) func() {
+	w, _ := ctx.Value(wireKey{}).(*wire)
+	if w == nil {
+		return func() {}
+	}
+	w.attempt()
+	return w.done
+}
+
 // wire collects the attempts of one acquire: runs of commands separated by
 // more than attemptGap with nothing in flight.
 type wire struct {
@@ -86,6 +99,18 @@ func (w *wire) send() {
 	if w.inflight == 0 && (n == 0 || t-w.tries[n-1].To > int64(attemptGap)) {
 		w.tries = append(w.tries, history.Try{From: t, To: t})
 	}
+	w.inflight++
+}
+
+// attempt starts a new try now, whatever came before.
+func (w *wire) attempt() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	t := w.now()
+	w.tries = append(w.tries, history.Try{From: t, To: t})
 	w.inflight++
 }
 

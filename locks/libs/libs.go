@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/locks/program"
 )
 
 // Entries are the third-party locks.
@@ -38,11 +39,15 @@ func Register(r *locks.Registry) error {
 }
 
 // Builtin returns the registry the CLI and locktorture.Options use by
-// default: the locks of package locks and the third-party ones.
+// default: the locks of package locks, the third-party Go ones, and the
+// in-tree lock programs (redis-py, the reference client).
 func Builtin() *locks.Registry {
 	r := locks.Builtin()
 	if err := Register(r); err != nil {
 		panic(err) // a name clash with a built-in is a programming error
+	}
+	if err := program.Register(r); err != nil {
+		panic(err)
 	}
 	return r
 }

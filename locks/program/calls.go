@@ -1,0 +1,317 @@
+package program
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/workloads"
+)
+
+// keptSteps is how many recent steps a refusal can name.
+const keptSteps = 256
+
+// commandTimeout is the program's per-command timeout as the harness
+// bounds it: the one it gave, else go-redis's default.
+func (l *Lock) commandTimeout() time.Duration {
+	if l.cfg.CommandTimeout > 0 {
+		return l.cfg.CommandTimeout
+	}
+	return defaultCommandTimeout
+}
+
+// acquireBound is how long an acquire may run (not counting time stopped)
+// before the harness gives up on it: its wait, then an attempt's commands
+// with a retry each, and a second of slack.
+func (l *Lock) acquireBound() time.Duration { return l.cfg.Wait + 3*l.commandTimeout() + time.Second }
+
+func (l *Lock) releaseBound() time.Duration { return 3*l.commandTimeout() + time.Second }
+
+// Acquire implements locks.Lock.
+func (l *Lock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
+	token := l.cfg.NewToken()
+	m, err := l.roundTrip(ctx, Request{Type: typeAcquire, Key: key, Token: token}, l.acquireBound())
+	if err != nil {
+		return nil, err
+	}
+	switch m.Outcome {
+	case outGranted:
+		if m.Token != "" {
+			token = m.Token
+		}
+		lease := &locks.Lease{Key: key, Token: token, Fence: m.Fence, TTL: l.cfg.TTL,
+			Validity: time.Duration(m.ValidityMs) * time.Millisecond}
+		l.mu.Lock()
+		l.leases[token] = lease
+		l.mu.Unlock()
+		return lease, nil
+	case outNotAcquired:
+		if m.Reason != "" {
+			return nil, fmt.Errorf("%w: %s", locks.ErrNotAcquired, m.Reason)
+		}
+		return nil, locks.ErrNotAcquired
+	case outRefused:
+		return nil, l.refused(m)
+	}
+	return nil, unknown(m)
+}
+
+func unknown(m message) error {
+	if m.Error == "" {
+		return errors.New("outcome unknown")
+	}
+	return errors.New(m.Error)
+}
+
+// refused turns a refusal's step numbers into the times the harness
+// stamped: the key was held from the go of its first write, until this
+// reply if the program deleted it, else until its last write's go plus the
+// TTL.
+func (l *Lock) refused(m message) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	from := l.steps[m.HeldFromStep]
+	last := from
+	if t, ok := l.steps[m.LastWriteStep]; ok {
+		last = t
+	}
+	to := time.Now()
+	if expiry := last.Add(l.cfg.TTL); !m.Cleaned && expiry.After(to) {
+		to = expiry
+	}
+	reason := m.Reason
+	if reason == "" {
+		reason = "refused by the lock program"
+	}
+	return &locks.RefusedError{HeldFrom: from, HeldTo: to, Reason: reason}
+}
+
+// Release implements locks.Lock.
+func (l *Lock) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
+	m, err := l.roundTrip(ctx, Request{Type: typeRelease, Key: lease.Key, Token: lease.Token}, l.releaseBound())
+	l.mu.Lock()
+	delete(l.leases, lease.Token)
+	l.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	switch m.Outcome {
+	case outDeleted:
+		return true, nil
+	case outNotDeleted:
+		return false, nil
+	}
+	return false, unknown(m)
+}
+
+// roundTrip sends req and waits for its reply. A program that stays silent
+// past bound (counting only the time it was not stopped) is killed: the
+// outcome is unknown and a fresh process takes the client's place, as
+// after a crash.
+func (l *Lock) roundTrip(ctx context.Context, req Request, bound time.Duration) (message, error) {
+	c := &call{ctx: ctx, reply: make(chan message, 1)}
+	l.mu.Lock()
+	l.nextID++
+	req.ID = l.nextID
+	c.req = req
+	l.pending[req.ID] = c
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.pending, req.ID)
+		l.mu.Unlock()
+	}()
+	if err := l.send(req); err != nil {
+		return message{}, l.deadErr("mid-run", "requests until the harness closes its stdin")
+	}
+	start, stopped := time.Now(), l.pausedSoFar()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for {
+		select {
+		case m := <-c.reply:
+			return m, nil
+		case <-l.reaped:
+			return message{}, l.deadErr("mid-run", "a reply")
+		case <-ctx.Done():
+			l.Kill()
+			return message{}, fmt.Errorf("%s %d given up: %w", req.Type, req.ID, ctx.Err())
+		case <-t.C:
+			ran := time.Since(start) - (l.pausedSoFar() - stopped)
+			if ran < bound {
+				t.Reset(bound - ran)
+				continue
+			}
+			l.Kill()
+			return message{}, fmt.Errorf("%w: %s gave no reply to %s %d within %v; killed, a fresh process takes its place",
+				workloads.ErrCrashed, l.labelNow(), req.Type, req.ID, bound)
+		}
+	}
+}
+
+// handle acts on one line of the program; an error is a protocol violation.
+func (l *Lock) handle(line []byte) error {
+	// Whatever the program says next, the reply of its last command of an
+	// acquire was back before it said it: that bounds the attempt.
+	if l.replied != nil {
+		l.replied()
+		l.replied = nil
+	}
+	m, err := parse(line)
+	if err != nil {
+		return fmt.Errorf(`%v; expected a JSON object with a "type"`, err)
+	}
+	switch m.Type {
+	case typeHello:
+		if l.greeted {
+			return errors.New("a second hello; expected a reply, step, renew or renewed")
+		}
+		l.greeted = true
+		l.hello <- m // buffered: the first and only one
+		return nil
+	case typeReply:
+		return l.onReply(m)
+	case typeStep:
+		return l.onStep(m)
+	case typeRenew, typeRenewed:
+		return l.onRenew(m)
+	}
+	return fmt.Errorf("unknown type %q; expected reply, step, renew or renewed", m.Type)
+}
+
+func (l *Lock) onReply(m message) error {
+	l.mu.Lock()
+	c := l.pending[m.ID]
+	if c == nil {
+		l.mu.Unlock()
+		return fmt.Errorf("a reply to no request (id %d); expected a reply to an open request", m.ID)
+	}
+	delete(l.pending, m.ID)
+	p := l.promises
+	_, fromKnown := l.steps[m.HeldFromStep]
+	l.mu.Unlock()
+	if err := checkReply(c.req.Type, m, p, fromKnown); err != nil {
+		return err
+	}
+	c.reply <- m
+	return nil
+}
+
+// checkReply judges a reply against its request and the program's promises.
+func checkReply(kind string, m message, p Promises, fromKnown bool) error {
+	outcomes := map[string]string{
+		typeAcquire: "granted, not_acquired, refused or unknown",
+		typeRelease: "deleted, not_deleted or unknown",
+	}
+	ok := map[string]bool{}
+	switch kind {
+	case typeAcquire:
+		ok = map[string]bool{outGranted: true, outNotAcquired: true, outRefused: true, outUnknown: true}
+	case typeRelease:
+		ok = map[string]bool{outDeleted: true, outNotDeleted: true, outUnknown: true}
+	}
+	switch {
+	case !ok[m.Outcome]:
+		return fmt.Errorf("outcome %q to %s %d; expected %s", m.Outcome, kind, m.ID, outcomes[kind])
+	case m.Outcome == outGranted && p.Fencing && m.Fence <= 0:
+		return fmt.Errorf("no fence on a grant; expected a positive fence, as the hello promised fencing")
+	case m.Outcome == outGranted && !p.Fencing && m.Fence != 0:
+		return fmt.Errorf("a fence on a grant; expected none, as the hello did not promise fencing")
+	case m.Outcome == outGranted && !p.Validity && m.ValidityMs != 0:
+		return fmt.Errorf("a validity on a grant; expected none, as the hello did not promise validity")
+	case m.ValidityMs < 0:
+		return fmt.Errorf("a negative validity; expected validity_ms >= 0")
+	case m.Outcome == outRefused && !fromKnown:
+		return fmt.Errorf("held_from_step %d names no step the harness let go; expected the step of the first write", m.HeldFromStep)
+	}
+	return nil
+}
+
+// onStep lets a step's command go, after the gate: a pause holds it, a
+// crash aimed at this point kills the program before the command is sent.
+// The go is the command's send as the history sees it (in a run without
+// faults, where the program does not wait for it, the step's receipt), and
+// the program's next line the latest its reply can have come back: each
+// step is one try of the acquire, from its go to that line (which may
+// include the program's pause before its next attempt: the harness does
+// not see the reply).
+func (l *Lock) onStep(m message) error {
+	if m.Point == "" || m.Step <= 0 {
+		return errors.New(`a step without "point" or a positive "step"; expected both`)
+	}
+	l.mu.Lock()
+	ctx, wired := l.bg, false
+	if c := l.pending[m.Request]; m.Request != 0 && c != nil {
+		ctx, wired = c.ctx, c.req.Type == typeAcquire
+	}
+	l.mu.Unlock()
+	if h := l.cfg.Hooks.Step; h != nil {
+		if err := h(ctx, m.Point); err != nil {
+			return nil // crashed: the gate killed the program
+		}
+	}
+	if wired && l.cfg.Hooks.Sent != nil {
+		l.replied = l.cfg.Hooks.Sent(ctx)
+	}
+	l.mu.Lock()
+	l.steps[m.Step] = time.Now()
+	l.stepLog = append(l.stepLog, m.Step)
+	if len(l.stepLog) > 2*keptSteps {
+		for _, s := range l.stepLog[:keptSteps] {
+			delete(l.steps, s)
+		}
+		l.stepLog = append(l.stepLog[:0], l.stepLog[keptSteps:]...)
+	}
+	l.mu.Unlock()
+	if l.cfg.Unfaulted {
+		return nil // the program did not wait (hello's await_go)
+	}
+	// A program that stopped reading shows as its next call's failure.
+	_ = l.send(goMsg{Type: typeGo, Step: m.Step})
+	return nil
+}
+
+// onRenew records a renewal as the Go watchdog's are (locks.Hooks.Renew).
+func (l *Lock) onRenew(m message) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.promises.Renewal {
+		return fmt.Errorf("a %s, but the hello did not promise renewal; expected none", m.Type)
+	}
+	if m.Type == typeRenew {
+		if m.Renewal <= 0 || m.Token == "" || m.Key == "" {
+			return errors.New(`a renew without a positive "renewal", "key" and "token"; expected all three`)
+		}
+		if _, dup := l.renewals[m.Renewal]; dup {
+			return fmt.Errorf("renewal %d announced twice; expected a fresh number", m.Renewal)
+		}
+		lease := l.leases[m.Token]
+		if lease == nil {
+			lease = &locks.Lease{Key: m.Key, Token: m.Token, TTL: l.cfg.TTL}
+		}
+		finish := func(error) {}
+		if l.cfg.Hooks.Renew != nil {
+			finish = l.cfg.Hooks.Renew(lease)
+		}
+		l.renewals[m.Renewal] = finish
+		return nil
+	}
+	finish := l.renewals[m.Renewal]
+	if finish == nil {
+		return fmt.Errorf("renewed %d, which was never announced; expected a renew first", m.Renewal)
+	}
+	delete(l.renewals, m.Renewal)
+	switch m.Outcome {
+	case outExtended:
+		finish(nil)
+	case outLost:
+		finish(locks.ErrNotAcquired)
+	case outUnknown:
+		finish(unknown(m))
+	default:
+		return fmt.Errorf("renewal outcome %q; expected extended, lost or unknown", m.Outcome)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package program
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"mvdan.cc/sh/v3/shell"
+
+	"github.com/locktorture/locktorture/locks"
+)
+
+// ExecPrefix starts a lock named by its command line: exec:COMMAND ARGS...
+const ExecPrefix = "exec:"
+
+// IsExec reports whether a lock name is a command line (exec:...).
+func IsExec(name string) bool { return strings.HasPrefix(name, ExecPrefix) }
+
+// Exec is the lock named exec:COMMAND ARGS..., split into words as a shell
+// would (quotes, backslashes, $VARS from the environment; no globs or
+// command substitution). The command is not looked for until a run starts
+// it: a missing one fails that run with one line.
+func Exec(name string) (locks.Entry, error) {
+	c, err := parseExec(name)
+	if err != nil {
+		return locks.Entry{}, err
+	}
+	return Entry(name, "lock program "+c.Show, func() (Command, error) { return c, nil }), nil
+}
+
+func parseExec(name string) (Command, error) {
+	line := strings.TrimSpace(strings.TrimPrefix(name, ExecPrefix))
+	argv, err := shell.Fields(line, nil)
+	if err != nil {
+		return Command{}, fmt.Errorf("lock %q: cannot split the command line: %v", name, err)
+	}
+	if len(argv) == 0 {
+		return Command{}, fmt.Errorf("lock %q: no command after %s", name, ExecPrefix)
+	}
+	return Command{Argv: argv, Show: line}, nil
+}
+
+// Entry registers a lock program under name: each client incarnation runs
+// the command cmd returns (called once per process: it may find an
+// interpreter, say, and fail with a one-line error when there is none).
+func Entry(name, summary string, cmd func() (Command, error)) locks.Entry {
+	build := func(cfg locks.Config) (*Lock, error) {
+		c, err := cmd()
+		if err != nil {
+			return nil, &locks.FatalError{Err: err}
+		}
+		return New(c, cfg)
+	}
+	return locks.Entry{Name: name, Summary: summary,
+		New: func(cfg locks.Config) (locks.Lock, error) { return build(cfg) },
+		Probe: func(_ context.Context, cfg locks.Config) (string, error) {
+			if cfg.NewToken == nil {
+				cfg.NewToken = func() string { return "probe" }
+			}
+			l, err := build(cfg)
+			if err != nil {
+				var f *locks.FatalError
+				if errors.As(err, &f) {
+					return "", f.Err
+				}
+				return "", err
+			}
+			defer l.Close()
+			return l.Name(), nil
+		}}
+}
+
+// Entries are the in-tree lock programs: the reference client and redis-py.
+func Entries() []locks.Entry {
+	py := pythonFinder()
+	return []locks.Entry{
+		Entry("exec-token", "the built-in token lock run out of process over the lock protocol: the protocol's reference client, same verdicts as token", reference("token")),
+		Entry("redis-py", "redis-py's redis.lock.Lock (Python, SET NX PX, Lua release): like token, long work or a SIGSTOP gives two holders", py.command(false)),
+		Entry("redis-py-extend", "redis-py's Lock + a thread calling extend every ttl/3 while held: survives long work, not a SIGSTOP", py.command(true)),
+	}
+}
+
+// Register adds the in-tree lock programs to r.
+func Register(r *locks.Registry) error {
+	for _, e := range Entries() {
+		if err := r.Register(e); err != nil {
+			return fmt.Errorf("register lock programs: %w", err)
+		}
+	}
+	return nil
+}
+
+// reference runs the built-in lock name out of process: this very binary,
+// started with ServeEnv (see init).
+func reference(name string) func() (Command, error) {
+	return func() (Command, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return Command{}, fmt.Errorf("exec-%s: find this executable: %w", name, err)
+		}
+		return Command{Argv: []string{exe}, Env: []string{ServeEnv + "=" + name, "GOMAXPROCS=1"}, Show: "exec-" + name}, nil
+	}
+}

@@ -1,0 +1,353 @@
+package program
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/workloads"
+)
+
+// Command is a lock program: what to run and what to add to its environment.
+type Command struct {
+	Argv []string
+	Env  []string
+	// Show is how messages name the command; default Argv joined.
+	Show string
+}
+
+func (c Command) show() string {
+	if c.Show != "" {
+		return c.Show
+	}
+	return strings.Join(c.Argv, " ")
+}
+
+// handshakeTimeout bounds a program's start and hello: an interpreter
+// starting on a loaded machine takes a while, a program that never answers
+// must not stall the run.
+const handshakeTimeout = 20 * time.Second
+
+// defaultCommandTimeout stands for "the library's default" in the bounds
+// below: go-redis's own read timeout.
+const defaultCommandTimeout = 3 * time.Second
+
+// maxLine bounds one line of a program's output.
+const maxLine = 1 << 20
+
+// Lock is the harness's side of one lock program process: a locks.Lock
+// whose every call is a request on the program's stdin and whose outcome is
+// the program's reply. It implements workloads.Signaled, so that the
+// client's gate pauses and kills the process, and locks.Closer.
+type Lock struct {
+	cfg    locks.Config
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *tail
+	reaped chan struct{} // closed once the process is reaped
+	hello  chan message  // the program's hello, once
+
+	wmu sync.Mutex // one line at a time on stdin
+
+	mu       sync.Mutex
+	label    string // "client 2: lock program redis-py"
+	name     string // name and version from the hello
+	greeted  bool   // the hello came (only the reader goroutine touches it)
+	promises Promises
+	nextID   int64
+	pending  map[int64]*call
+	steps    map[int64]time.Time // when each step's go was sent
+	stepLog  []int64             // steps in order, to forget old ones
+	leases   map[string]*locks.Lease
+	renewals map[int64]func(error)
+	killed   bool
+	broken   error // the protocol violation or exit that ends the run
+	pausedAt time.Time
+	paused   time.Duration // total time stopped, so bounds count only running time
+	bg       context.Context
+	cancelBg context.CancelFunc
+	// replied ends the try of the acquire's last step; only the reader
+	// goroutine touches it.
+	replied func()
+}
+
+type call struct {
+	ctx   context.Context
+	req   Request
+	reply chan message
+}
+
+// New starts the program for one client and completes the handshake. Every
+// error is a *locks.FatalError: a program that cannot start or speak the
+// protocol fails the run with one line.
+func New(c Command, cfg locks.Config) (*Lock, error) {
+	label := fmt.Sprintf("client %d: lock program `%s`", cfg.Client, c.show())
+	fatal := func(format string, args ...any) error {
+		return &locks.FatalError{Err: fmt.Errorf(label+": "+format, args...)}
+	}
+	switch {
+	case len(c.Argv) == 0:
+		return nil, fatal("no command")
+	case cfg.TTL <= 0:
+		return nil, fatal("needs a positive ttl")
+	case len(cfg.Routes) == 0:
+		return nil, fatal("a lock program needs the masters' addresses, which this topology does not give (use --topology single or redlock)")
+	case cfg.Rand == nil || cfg.NewToken == nil:
+		return nil, fatal("config needs Rand and NewToken")
+	}
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env = append(append(os.Environ(), cluster.ProgramEnv+"="+strconv.Itoa(os.Getpid())), c.Env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fatal("stdin: %v", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fatal("stdout: %v", err)
+	}
+	l := &Lock{cfg: cfg, cmd: cmd, stdin: stdin, stderr: &tail{}, reaped: make(chan struct{}),
+		hello: make(chan message, 1), label: label, pending: map[int64]*call{}, steps: map[int64]time.Time{},
+		leases: map[string]*locks.Lease{}, renewals: map[int64]func(error){}}
+	l.bg, l.cancelBg = context.WithCancel(context.Background())
+	cmd.Stderr = l.stderr
+	if err := start(cmd, l.reaped); err != nil {
+		return nil, fatal("cannot start: %v", err)
+	}
+	go l.read(stdout)
+	if err := l.handshake(); err != nil {
+		l.Kill()
+		<-l.reaped
+		l.cancelBg()
+		return nil, &locks.FatalError{Err: err}
+	}
+	return l, nil
+}
+
+func (l *Lock) handshake() error {
+	cfg := l.cfg
+	r := Retry{FirstMs: 1, MaxMs: cfg.RetryDelayOrDefault().Milliseconds(), Jitter: 0.5}
+	if cfg.RetryDelay > 0 {
+		r.FirstMs = r.MaxMs
+	}
+	h := Hello{Type: typeHello, Protocol: Version, Client: cfg.Client, Addrs: cfg.Routes, TTLMs: cfg.TTL.Milliseconds(),
+		WaitMs: cfg.Wait.Milliseconds(), Retry: r, CommandTimeoutMs: cfg.CommandTimeout.Milliseconds(), Seed: cfg.Rand.Int63(),
+		AwaitGo: !cfg.Unfaulted}
+	if err := l.send(h); err != nil {
+		return l.deadErr("during the handshake", "a hello line")
+	}
+	t := time.NewTimer(handshakeTimeout)
+	defer t.Stop()
+	select {
+	case m := <-l.hello:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if m.Protocol == nil || *m.Protocol != Version {
+			got := "no protocol"
+			if m.Protocol != nil {
+				got = fmt.Sprintf("protocol %d", *m.Protocol)
+			}
+			return fmt.Errorf("%s: its hello answered %s; expected protocol %d", l.label, got, Version)
+		}
+		if m.Name == "" {
+			return fmt.Errorf(`%s: its hello has no "name"; expected the lock's name`, l.label)
+		}
+		l.label = fmt.Sprintf("client %d: lock program %s", cfg.Client, m.Name)
+		l.promises = m.Promises
+		l.name = strings.TrimSpace(m.Name + " " + m.Version)
+		return nil
+	case <-l.reaped:
+		return l.deadErr("during the handshake", "a hello line")
+	case <-t.C:
+		return fmt.Errorf("%s: no hello within %v; expected a hello line", l.label, handshakeTimeout)
+	}
+}
+
+// Name is the program's name and version from its hello.
+func (l *Lock) Name() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.name
+}
+
+func (l *Lock) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	_, err = l.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// deadErr is the error of a call to a process that is gone: a crash the
+// harness made, or the program's own exit or violation, which ends the run.
+func (l *Lock) deadErr(when, expected string) error {
+	select {
+	case <-l.reaped:
+	case <-time.After(time.Second):
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken != nil {
+		return &locks.FatalError{Err: l.broken}
+	}
+	if l.killed {
+		return workloads.ErrCrashed
+	}
+	return &locks.FatalError{Err: fmt.Errorf("%s: stopped reading its stdin %s; expected %s", l.label, when, expected)}
+}
+
+// Stop implements workloads.Signaled: SIGSTOP of the whole program.
+func (l *Lock) Stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pausedAt.IsZero() && !l.killed {
+		l.pausedAt = time.Now()
+		signal(l.cmd.Process.Pid, syscall.SIGSTOP)
+	}
+}
+
+// Continue implements workloads.Signaled: SIGCONT.
+func (l *Lock) Continue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.pausedAt.IsZero() {
+		l.paused += time.Since(l.pausedAt)
+		l.pausedAt = time.Time{}
+		signal(l.cmd.Process.Pid, syscall.SIGCONT)
+	}
+}
+
+// Kill implements workloads.Signaled: SIGKILL, as a crash.
+func (l *Lock) Kill() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kill()
+}
+
+func (l *Lock) kill() {
+	select {
+	case <-l.reaped:
+		return
+	default:
+	}
+	l.killed = true
+	signal(l.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// pausedSoFar is the time the process has spent stopped.
+func (l *Lock) pausedSoFar() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.paused
+	if !l.pausedAt.IsZero() {
+		d += time.Since(l.pausedAt)
+	}
+	return d
+}
+
+// Close implements locks.Closer: the process is killed (its keys stay in
+// Redis, as after kill -9) and reaped.
+func (l *Lock) Close() error {
+	l.Kill()
+	select {
+	case <-l.reaped:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s: not reaped 10s after SIGKILL", l.label)
+	}
+	l.cancelBg()
+	return nil
+}
+
+// tail keeps the end of a program's stderr for error messages.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(b), nil
+}
+
+// last is the last non-empty line written, trimmed to 200 bytes.
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	s := strings.TrimSpace(lines[len(lines)-1])
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// read reads the program's lines until it exits, then reaps it. A line that
+// breaks the protocol ends the program and, through every call after, the
+// run.
+func (l *Lock) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		if err := l.handle(line); err != nil {
+			l.breakWith(fmt.Errorf("%s: line %d %s: %w", l.labelNow(), n, quote(line), err))
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		l.breakWith(fmt.Errorf("%s: line %d: %v; expected lines of at most %d bytes", l.labelNow(), n+1, err, maxLine))
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	err := l.cmd.Wait()
+	l.mu.Lock()
+	if !l.killed && l.broken == nil {
+		how := "exited"
+		if err != nil {
+			how = err.Error()
+		}
+		if s := l.stderr.last(); s != "" {
+			how += "; stderr: " + s
+		}
+		l.broken = fmt.Errorf("%s: ended on its own (%s); expected it to run until the harness closes its stdin", l.label, how)
+	}
+	l.mu.Unlock()
+	close(l.reaped)
+}
+
+func (l *Lock) labelNow() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.label
+}
+
+func (l *Lock) breakWith(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken == nil && !l.killed {
+		l.broken = err
+	}
+	l.kill()
+}

@@ -1,0 +1,142 @@
+// Package program runs a lock as a program of its own, in any language: one
+// operating-system process per client incarnation, driven over the JSON
+// lines protocol of docs/lock-protocol.md on its stdin and stdout. The
+// harness keeps the clock: it stamps every step, reply and renewal when it
+// reads it and never reads a time from the program. A pause of the client is
+// SIGSTOP of the program's process group, a crash SIGKILL, and a fresh
+// process takes the client's place.
+//
+// The package holds both sides: Lock is the harness's side of one process;
+// Serve is a program's side for a Go lock, which the reference client
+// (exec-token: the built-in token lock out of process) runs.
+package program
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Version is the protocol version this harness speaks; a program must
+// answer the hello with the same.
+const Version = 1
+
+// Message types.
+const (
+	typeHello   = "hello"
+	typeAcquire = "acquire"
+	typeRelease = "release"
+	typeReply   = "reply"
+	typeStep    = "step"
+	typeGo      = "go"
+	typeRenew   = "renew"
+	typeRenewed = "renewed"
+)
+
+// Outcomes of a reply or a renewal.
+const (
+	outGranted     = "granted"
+	outNotAcquired = "not_acquired"
+	outRefused     = "refused"
+	outUnknown     = "unknown"
+	outDeleted     = "deleted"
+	outNotDeleted  = "not_deleted"
+	outExtended    = "extended"
+	outLost        = "lost"
+)
+
+// Retry is the acquire pacing the harness gives every lock: the pause after
+// the n-th failed attempt is min(MaxMs, FirstMs*2^(n-1)) plus a jitter of
+// up to Jitter of it. A library with a fixed pause uses MaxMs.
+type Retry struct {
+	FirstMs int64   `json:"first_ms"`
+	MaxMs   int64   `json:"max_ms"`
+	Jitter  float64 `json:"jitter"`
+}
+
+// Hello is the harness's first line: what a Go lock gets in locks.Config.
+type Hello struct {
+	Type     string   `json:"type"`
+	Protocol int      `json:"protocol"`
+	Client   int      `json:"client"`
+	Addrs    []string `json:"addrs"`
+	TTLMs    int64    `json:"ttl_ms"`
+	WaitMs   int64    `json:"wait_ms"`
+	Retry    Retry    `json:"retry"`
+	// CommandTimeoutMs is 0 for the library's own default.
+	CommandTimeoutMs int64 `json:"command_timeout_ms"`
+	Seed             int64 `json:"seed"`
+	// AwaitGo: the program waits for the go of each step before its
+	// command. False in a run without faults, where nothing acts at steps.
+	AwaitGo bool `json:"await_go"`
+}
+
+// Promises are what a program says its lock does.
+type Promises struct {
+	Renewal  bool `json:"renewal"`
+	Fencing  bool `json:"fencing"`
+	Validity bool `json:"validity"`
+}
+
+// Request is an acquire or a release.
+type Request struct {
+	Type  string `json:"type"`
+	ID    int64  `json:"id"`
+	Key   string `json:"key"`
+	Token string `json:"token"`
+}
+
+// goMsg lets a step's command go out.
+type goMsg struct {
+	Type string `json:"type"`
+	Step int64  `json:"step"`
+}
+
+// message is any line a program prints; which fields count depends on Type.
+type message struct {
+	Type string `json:"type"`
+	// hello
+	Protocol *int     `json:"protocol"`
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	Promises Promises `json:"promises"`
+	// reply
+	ID         int64  `json:"id"`
+	Outcome    string `json:"outcome"`
+	Token      string `json:"token"`
+	Fence      int64  `json:"fence"`
+	ValidityMs int64  `json:"validity_ms"`
+	Error      string `json:"error"`
+	Reason     string `json:"reason"`
+	// refused
+	HeldFromStep  int64 `json:"held_from_step"`
+	LastWriteStep int64 `json:"last_write_step"`
+	Cleaned       bool  `json:"cleaned"`
+	// step
+	Step    int64  `json:"step"`
+	Point   string `json:"point"`
+	Request int64  `json:"request"`
+	// renew, renewed
+	Renewal int64  `json:"renewal"`
+	Key     string `json:"key"`
+}
+
+func parse(line []byte) (message, error) {
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		return m, fmt.Errorf("not a JSON object (%v)", err)
+	}
+	if m.Type == "" {
+		return m, fmt.Errorf(`no "type"`)
+	}
+	return m, nil
+}
+
+// quote shows an offending line in an error: trimmed, at most 160 bytes.
+func quote(line []byte) string {
+	s := strings.TrimSpace(string(line))
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,93 @@
+"""redis-py's own redis.lock.Lock as a locktorture lock program.
+
+The library's acquire loop, token and release run unchanged: the subclass
+only tells the harness before each command (do_acquire, do_release,
+do_extend), and the harness's wait and pacing go in as blocking_timeout and
+sleep. With --extend a thread calls extend(ttl, replace_ttl=True) every
+TTL/3 while the lock is held, which is what redis-py's users write for long
+work (thread_local=False, so that thread sees the token).
+"""
+
+import sys
+import threading
+
+import redis
+import redis.lock
+
+EXTEND = "--extend" in sys.argv
+harness = Harness()
+hello = harness.hello
+ttl = hello["ttl_ms"] / 1000.0
+wait = hello["wait_ms"] / 1000.0
+pause = max(hello["retry"]["max_ms"], 1) / 1000.0
+timeout = hello["command_timeout_ms"] / 1000.0 or None
+host, port = hello["addrs"][0].rsplit(":", 1)
+client = redis.Redis(host=host, port=int(port), socket_timeout=timeout,
+                     socket_connect_timeout=timeout)
+
+
+class SteppedLock(redis.lock.Lock):
+    def do_acquire(self, token):
+        harness.step("attempt")
+        return super().do_acquire(token)
+
+    def do_release(self, expected_token):
+        harness.step("release")
+        return super().do_release(expected_token)
+
+    def do_extend(self, additional_time, replace_ttl):
+        harness.step("watchdog")
+        return super().do_extend(additional_time, replace_ttl)
+
+
+held = {}  # token -> (lock, stop event, extend thread)
+
+
+def extender(lock, key, token, stop):
+    while not stop.wait(ttl / 3):
+        n = harness.renew(key, token)
+        try:
+            lock.extend(ttl, replace_ttl=True)
+        except redis.lock.LockError as e:  # not owned any more
+            harness.renewed(n, "lost", str(e))
+            return
+        except Exception as e:
+            harness.renewed(n, "unknown", "%s: %s" % (type(e).__name__, e))
+            continue
+        harness.renewed(n, "extended")
+
+
+def acquire(key, token):
+    lock = SteppedLock(client, key, timeout=ttl, sleep=pause, thread_local=not EXTEND)
+    try:
+        ok = lock.acquire(blocking=wait > 0, blocking_timeout=wait, token=token)
+    except Exception as e:
+        return {"outcome": "unknown", "error": "%s: %s" % (type(e).__name__, e)}
+    if not ok:
+        return {"outcome": "not_acquired"}
+    stop, thread = threading.Event(), None
+    if EXTEND:
+        thread = threading.Thread(target=extender, args=(lock, key, token, stop), daemon=True)
+        thread.start()
+    held[token] = (lock, stop, thread)
+    return {"outcome": "granted", "token": token}
+
+
+def release(key, token):
+    lock, stop, thread = held.pop(token, (None, None, None))
+    if lock is None:
+        return {"outcome": "unknown", "error": "no lock held under token " + token}
+    stop.set()
+    if thread is not None:
+        thread.join()
+    try:
+        lock.release()
+    except redis.lock.LockNotOwnedError:
+        return {"outcome": "not_deleted"}
+    except Exception as e:
+        return {"outcome": "unknown", "error": "%s: %s" % (type(e).__name__, e)}
+    return {"outcome": "deleted"}
+
+
+harness.serve("redis-py-extend" if EXTEND else "redis-py", redis.__version__,
+              {"renewal": EXTEND, "fencing": False, "validity": False}, acquire, release)

@@ -1,0 +1,308 @@
+package program
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/locks"
+)
+
+// ServeEnv, set in a binary's environment, makes it a lock program: it
+// serves the built-in lock it names on stdin and stdout and exits (see
+// init). It is how the reference client runs out of process from whatever
+// binary the harness is: the torture command, or a `go test` binary calling
+// locktorture.Run, which has no main of ours to dispatch from.
+const ServeEnv = "LOCKTORTURE_SERVE_LOCK"
+
+// init turns the process into a lock program when ServeEnv asks for one,
+// before any main or test runs. Any binary that links this package can
+// therefore be started as the reference client with its own path.
+func init() {
+	if name := os.Getenv(ServeEnv); name != "" {
+		os.Exit(serveMain(name))
+	}
+}
+
+func serveMain(name string) int {
+	e, err := locks.Builtin().Get(name)
+	if err == nil {
+		in, out := pollable(os.Stdin), pollable(os.Stdout)
+		err = Serve(context.Background(), in, out, e)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lock program %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+// pollable reopens a pipe of the process in non-blocking mode, so the Go
+// runtime waits on it in its poller: a blocking read of stdin holds an OS
+// thread, and each line then costs the runtime a handoff of its processor,
+// which measured at most of a request's time.
+func pollable(f *os.File) *os.File {
+	fd := f.Fd() // which leaves it blocking: set it back
+	if err := syscall.SetNonblock(int(fd), true); err != nil {
+		return f
+	}
+	return os.NewFile(fd, f.Name())
+}
+
+// Serve runs entry's lock as a lock program: the hello on in, then one
+// request after the other until in ends. It is the program side of the
+// protocol for a Go lock, and the reference the spec's other clients can be
+// read against: every command the lock sends waits for the harness's go.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) error {
+	s := &server{out: out, goes: map[int64]chan struct{}{}, leases: map[string]*locks.Lease{}}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	if !sc.Scan() {
+		return fmt.Errorf("no hello: %v", sc.Err())
+	}
+	var h Hello
+	if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Type != typeHello {
+		return fmt.Errorf("first line %s: expected the hello", quote(sc.Bytes()))
+	}
+	if h.Protocol != Version {
+		return fmt.Errorf("the harness speaks protocol %d; this program speaks %d", h.Protocol, Version)
+	}
+	s.await = h.AwaitGo
+	lk, nodes, err := s.build(h, entry)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, n := range nodes {
+			_ = n.Close()
+		}
+	}()
+	if err := s.write(map[string]any{"type": typeHello, "protocol": Version, "name": "exec-" + entry.Name,
+		"version": "1", "promises": Promises{}}); err != nil {
+		return err
+	}
+	reqs := make(chan Request, 1)
+	done := make(chan error, 1)
+	go func() { done <- s.work(ctx, lk, reqs) }()
+	defer close(reqs)
+	for sc.Scan() {
+		var m struct {
+			Request
+			Step int64 `json:"step"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return fmt.Errorf("line %s: %v", quote(sc.Bytes()), err)
+		}
+		switch m.Type {
+		case typeGo:
+			s.release(m.Step)
+		case typeAcquire, typeRelease:
+			select {
+			case reqs <- m.Request:
+			case err := <-done:
+				return err
+			}
+		default:
+			return fmt.Errorf("line %s: unknown type", quote(sc.Bytes()))
+		}
+	}
+	return sc.Err()
+}
+
+// server is the program side's state.
+type server struct {
+	wmu sync.Mutex
+	out io.Writer
+
+	mu     sync.Mutex
+	nstep  int64
+	goes   map[int64]chan struct{}
+	sent   []stepAt // the steps of the request running now
+	token  string   // the token the harness gave the running acquire
+	leases map[string]*locks.Lease
+	nrenew int64
+	await  bool // wait at each step for the harness's go
+}
+
+type stepAt struct {
+	n  int64
+	at time.Time
+}
+
+type reqKey struct{}
+
+func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.UniversalClient, error) {
+	timeout := time.Duration(h.CommandTimeoutMs) * time.Millisecond
+	var nodes []redis.UniversalClient
+	for _, a := range h.Addrs {
+		o := &redis.Options{Addr: a, Protocol: 2}
+		if timeout > 0 {
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
+		}
+		nodes = append(nodes, redis.NewClient(o))
+	}
+	cfg := locks.Config{Nodes: nodes, TTL: time.Duration(h.TTLMs) * time.Millisecond,
+		Wait: time.Duration(h.WaitMs) * time.Millisecond, CommandTimeout: timeout,
+		Rand: rand.New(rand.NewSource(h.Seed)), Client: h.Client,
+		NewToken: func() string { s.mu.Lock(); defer s.mu.Unlock(); return s.token },
+		Hooks:    locks.Hooks{Step: s.step, Renew: s.renew}}
+	if h.Retry.FirstMs == h.Retry.MaxMs {
+		cfg.RetryDelay = time.Duration(h.Retry.MaxMs) * time.Millisecond
+	}
+	lk, err := entry.New(cfg)
+	if err != nil {
+		for _, n := range nodes {
+			_ = n.Close()
+		}
+		return nil, nil, fmt.Errorf("build lock %s: %w", entry.Name, err)
+	}
+	return lk, nodes, nil
+}
+
+func (s *server) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, err = s.out.Write(append(b, '\n'))
+	return err
+}
+
+// work runs the requests one after the other.
+func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) error {
+	for r := range reqs {
+		rctx := context.WithValue(ctx, reqKey{}, r.ID)
+		s.mu.Lock()
+		s.sent, s.token = s.sent[:0], r.Token
+		s.mu.Unlock()
+		reply := map[string]any{"type": typeReply, "id": r.ID}
+		if r.Type == typeAcquire {
+			lease, err := lk.Acquire(rctx, r.Key)
+			s.acquired(reply, lease, err)
+		} else {
+			s.mu.Lock()
+			lease := s.leases[r.Token]
+			delete(s.leases, r.Token)
+			s.mu.Unlock()
+			if lease == nil {
+				lease = &locks.Lease{Key: r.Key, Token: r.Token}
+			}
+			deleted, err := lk.Release(rctx, lease)
+			switch {
+			case err != nil:
+				reply["outcome"], reply["error"] = outUnknown, err.Error()
+			case deleted:
+				reply["outcome"] = outDeleted
+			default:
+				reply["outcome"] = outNotDeleted
+			}
+		}
+		if err := s.write(reply); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// acquired fills an acquire's reply from the lock's outcome.
+func (s *server) acquired(reply map[string]any, lease *locks.Lease, err error) {
+	var ref *locks.RefusedError
+	switch {
+	case err == nil:
+		reply["outcome"], reply["token"] = outGranted, lease.Token
+		s.mu.Lock()
+		s.leases[lease.Token] = lease
+		s.mu.Unlock()
+	case errors.As(err, &ref):
+		reply["outcome"], reply["reason"] = outRefused, ref.Reason
+		reply["held_from_step"], reply["last_write_step"] = s.stepBefore(ref.HeldFrom), s.stepBefore(ref.HeldTo)
+		reply["cleaned"] = true
+	case errors.Is(err, locks.ErrNotAcquired):
+		reply["outcome"] = outNotAcquired
+	default:
+		reply["outcome"], reply["error"] = outUnknown, err.Error()
+	}
+}
+
+// stepBefore is the last step of the running request sent no later than t
+// (its first when none was).
+func (s *server) stepBefore(t time.Time) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, st := range s.sent {
+		if n == 0 || !st.at.After(t) {
+			n = st.n
+		}
+	}
+	return n
+}
+
+// step announces a command and waits for the harness's go.
+func (s *server) step(ctx context.Context, point string) error {
+	req, _ := ctx.Value(reqKey{}).(int64)
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.nstep++
+	n := s.nstep
+	s.goes[n] = ch
+	s.mu.Unlock()
+	if err := s.write(map[string]any{"type": typeStep, "step": n, "point": point, "request": req}); err != nil {
+		return err
+	}
+	if s.await {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	} else {
+		s.release(n)
+	}
+	if req != 0 {
+		s.mu.Lock()
+		s.sent = append(s.sent, stepAt{n, time.Now()})
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func (s *server) release(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch := s.goes[n]; ch != nil {
+		close(ch)
+		delete(s.goes, n)
+	}
+}
+
+// renew reports a background renewal to the harness.
+func (s *server) renew(l *locks.Lease) func(error) {
+	s.mu.Lock()
+	s.nrenew++
+	n := s.nrenew
+	s.mu.Unlock()
+	_ = s.write(map[string]any{"type": typeRenew, "renewal": n, "key": l.Key, "token": l.Token})
+	return func(err error) {
+		m := map[string]any{"type": typeRenewed, "renewal": n, "outcome": outExtended}
+		switch {
+		case errors.Is(err, locks.ErrNotAcquired):
+			m["outcome"] = outLost
+		case err != nil:
+			m["outcome"], m["error"] = outUnknown, err.Error()
+		}
+		_ = s.write(m)
+	}
+}
