@@ -248,12 +248,12 @@ func (s *Set) Names() []string {
 }
 
 // Unknown is the error for a name no declaration has, with the nearest
-// known names when some share its first word.
+// known names: those that share its first word or are two edits from it.
 func (s *Set) Unknown(name string) error {
 	var near []string
 	head, _, _ := strings.Cut(name, "-")
 	for _, n := range s.Names() {
-		if strings.HasPrefix(n, head) {
+		if strings.HasPrefix(n, head) || distance(n, name) <= 2 {
 			near = append(near, n)
 		}
 	}
@@ -261,4 +261,26 @@ func (s *Set) Unknown(name string) error {
 		return fmt.Errorf("unknown setting %q (did you mean %s?)", name, strings.Join(near, ", "))
 	}
 	return fmt.Errorf("unknown setting %q (see torture run -h)", name)
+}
+
+// distance is the edit distance of a and b (insertions, deletions,
+// substitutions), for suggesting a name to a typo.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
