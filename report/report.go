@@ -188,13 +188,24 @@ func eachEvent(ctx context.Context, path string, fn func(history.Event)) (*histo
 }
 
 // ReplayCommand is the torture command line that runs the same schedule
-// again: the flags the header names plus every recorded parameter.
+// again: the flags the header names plus every recorded parameter, quoted
+// for a POSIX shell.
 func ReplayCommand(r *history.RunInfo) string {
+	args := ReplayArgs(r)
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// ReplayArgs is ReplayCommand as an argument list, unquoted, for a program
+// to run or to keep in JSON; nil for a history without a run header.
+func ReplayArgs(r *history.RunInfo) []string {
 	if r == nil {
-		return ""
+		return nil
 	}
 	args := []string{"torture", "run", "--lock", r.Lock}
-	add := func(flag, v string) { args = append(args, "--"+flag, shellQuote(v)) }
+	add := func(flag, v string) { args = append(args, "--"+flag, v) }
 	if r.Workload != "" {
 		add("workload", r.Workload)
 	}
@@ -212,14 +223,18 @@ func ReplayCommand(r *history.RunInfo) string {
 	sort.Strings(names)
 	for _, k := range names {
 		v := r.Params[k]
-		// Unset and library-default values are the flags' own defaults.
-		if v == "" || v == "0" || v == "0s" || v == "default" {
+		switch v {
+		case "", "0", "0s", "default", "false":
+			// Unset and library-default values are the flags' own defaults.
+			continue
+		case "true":
+			// A boolean flag takes no separate value.
+			args = append(args, "--"+strings.ReplaceAll(k, "_", "-"))
 			continue
 		}
 		add(strings.ReplaceAll(k, "_", "-"), v)
 	}
-	args[3] = shellQuote(r.Lock)
-	return strings.Join(args, " ")
+	return args
 }
 
 // shellQuote quotes v for a POSIX shell when it needs it.
