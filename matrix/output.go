@@ -132,21 +132,15 @@ func (r *Result) JUnit() junit.Testsuites {
 
 func secs(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
-// WriteFiles writes matrix.json, matrix.md and junit.xml into dir.
+// WriteFiles writes matrix.json, matrix.md, junit.xml and index.html into
+// dir, each atomically.
 func (r *Result) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("make matrix dir: %w", err)
 	}
 	write := func(name string, fn func(io.Writer) error) error {
-		f, err := os.Create(filepath.Join(dir, name))
+		err := writeAtomic(filepath.Join(dir, name), func(f *os.File) error { return fn(f) })
 		if err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		if err := f.Close(); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 		return nil

@@ -21,6 +21,10 @@ type Result struct {
 	AsExpected  int  `json:"as_expected"`
 	Errors      int  `json:"errors"` // runs that ended in a harness error
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Identity is the spec, build and plan the result belongs to.
+	Identity
+	// Shard is set when the result is one part of the matrix (--shard).
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // CellResult is one cell over its seeds. A grid page puts it at row Lock,

@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,13 @@ type Options struct {
 	Progress func(Progress)
 	// Logf receives harness messages of the runs.
 	Logf func(format string, args ...any)
+	// Shard, when set, runs only the K-th of N parts of the runs (--shard).
+	Shard Shard
+	// Resume takes up the matrix.json in OutDir and runs only what it does
+	// not record as finished (--resume).
+	Resume bool
+	// Build names the build in the result; default BuildID().
+	Build string
 }
 
 // Progress tells where a matrix is: about to start a run of Cell with
@@ -102,12 +110,15 @@ func selectCells(cells []Cell, filter string) ([]Cell, error) {
 	return out, nil
 }
 
-// Run runs every selected cell with each of its seeds, one run after
-// another (runs share the machine's ports and cores, and a run's timing is
-// part of what it shows). Cancelling ctx stops the run in progress, which
-// still writes what it recorded; the result is then marked Interrupted. An
-// error means the spec or options were unusable; a run's harness error is
-// recorded in its seed and the matrix goes on.
+// Run runs every selected cell with each of its seeds (those of
+// opts.Shard only, when set), one run after another (runs share the
+// machine's ports and cores, and a run's timing is part of what it shows).
+// With an OutDir, matrix.json is rewritten after every run, atomically, so
+// a matrix killed at any instant leaves a readable account of the runs it
+// finished, which opts.Resume takes up again. Cancelling ctx stops the run
+// in progress, which still writes what it recorded; the result is then
+// marked Interrupted. An error means the spec or options were unusable; a
+// run's harness error is recorded in its seed and the matrix goes on.
 func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
 	cells, err := selectCells(spec.Cells, opts.Cells)
 	if err != nil {
@@ -116,44 +127,66 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
 	if opts.Run == nil {
 		opts.Run = locktorture.Run
 	}
-	res := &Result{Name: spec.Name, MinRate: spec.Rate(), Started: time.Now().UTC()}
-	total := 0
-	for i := range cells {
-		total += len(spec.SeedsFor(&cells[i], opts.Seeds))
+	if opts.Build == "" {
+		opts.Build = BuildID()
 	}
-	res.Runs = total
-	start := time.Now()
-	done := 0
-	for i := range cells {
-		c := &cells[i]
-		res.Cells = append(res.Cells, newCellResult(c))
-		cr := &res.Cells[len(res.Cells)-1]
-		for _, seed := range spec.SeedsFor(c, opts.Seeds) {
-			if ctx.Err() != nil {
-				break
-			}
-			if opts.Progress != nil {
-				opts.Progress(Progress{Done: done, Total: total, CellIndex: i + 1, CellCount: len(cells),
-					Cell: cr, NextSeed: seed})
-			}
-			sr := runSeed(ctx, c, seed, opts)
-			cr.Seeds = append(cr.Seeds, sr)
-			cr.summarise(res.MinRate)
-			done++
-			if sr.Interrupted {
-				res.Interrupted = true
-			}
-			if opts.Progress != nil {
-				opts.Progress(Progress{Done: done, Total: total, CellIndex: i + 1, CellCount: len(cells),
-					Cell: cr, Seed: &cr.Seeds[len(cr.Seeds)-1]})
-			}
+	all, pc := plan(spec, cells, opts)
+	res := &Result{Name: spec.Name, MinRate: spec.Rate(), Started: time.Now().UTC(),
+		Identity: Identity{Spec: spec.Digest, Build: opts.Build, FullRuns: opts.FullRuns, Plan: pc}}
+	mine := all
+	if opts.Shard.N > 0 {
+		sh := opts.Shard
+		res.Shard, mine = &sh, sh.pick(all)
+	}
+	res.Runs = len(mine)
+	b := newBook(res, cells, spec.Defaults)
+	if opts.Resume {
+		if err := b.resume(opts.OutDir); err != nil {
+			return nil, err
+		}
+	}
+	if opts.OutDir != "" {
+		if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+			return nil, fmt.Errorf("make matrix dir: %w", err)
+		}
+	}
+	start, before := time.Now(), res.DurationMs
+	done := len(b.have)
+	for _, pr := range mine {
+		if b.done(pr) {
+			continue
 		}
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break
 		}
+		c := &cells[pr.cell]
+		if opts.Progress != nil {
+			opts.Progress(Progress{Done: done, Total: len(mine), CellIndex: pr.cell + 1, CellCount: len(cells),
+				Cell: b.cell(pr.cell), NextSeed: pr.seed})
+		}
+		if opts.Resume && opts.OutDir != "" {
+			// What a killed run left of its folder goes; the run starts afresh.
+			if err := os.RemoveAll(filepath.Join(opts.OutDir, "runs", runID(c.Name, pr.seed))); err != nil {
+				return nil, fmt.Errorf("remove the killed run's folder: %w", err)
+			}
+		}
+		sr := b.add(pr.cell, runSeed(ctx, c, pr.seed, opts))
+		done++
+		res.Interrupted = res.Interrupted || sr.Interrupted
+		res.DurationMs = before + time.Since(start).Milliseconds()
+		res.tally()
+		if opts.OutDir != "" {
+			if err := writeAtomic(filepath.Join(opts.OutDir, JSONFile), func(f *os.File) error { return res.WriteJSON(f) }); err != nil {
+				return nil, fmt.Errorf("write %s after run %s: %w", JSONFile, sr.RunID, err)
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Done: done, Total: len(mine), CellIndex: pr.cell + 1, CellCount: len(cells),
+				Cell: b.cell(pr.cell), Seed: sr})
+		}
 	}
-	res.DurationMs = time.Since(start).Milliseconds()
+	res.DurationMs = before + time.Since(start).Milliseconds()
 	res.tally()
 	return res, nil
 }

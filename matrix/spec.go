@@ -35,6 +35,9 @@ type Spec struct {
 	// regs are the registries the spec was checked against; its runs draw
 	// on them.
 	regs locktorture.Registries
+	// Digest is the SHA-256 of the spec's bytes: shards and resumed runs
+	// of a matrix prove with it that they ran the same spec.
+	Digest string `yaml:"-"`
 }
 
 // Cell is one lock under a set of faults with its expected outcome. Its
@@ -160,7 +163,11 @@ func baseName(p string) string {
 // be ones the registries have, so that a mistake shows before the first run
 // rather than an hour into the matrix. name is the default Spec.Name.
 func Parse(r io.Reader, name string, regs locktorture.Registries) (*Spec, error) {
-	dec := yaml.NewDecoder(r)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
@@ -174,6 +181,7 @@ func Parse(r io.Reader, name string, regs locktorture.Registries) (*Spec, error)
 	}
 	regs.Fill()
 	s.regs = regs
+	s.Digest = digest(b)
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

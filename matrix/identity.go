@@ -1,0 +1,107 @@
+package matrix
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+)
+
+// Identity says which matrix a result belongs to: the spec (its bytes'
+// digest), the build of torture that ran it, and the whole plan of cells
+// and seeds. Shards merge, and a killed matrix resumes, only into a result
+// of the same identity, so a merged matrix never mixes two specs or two
+// builds.
+type Identity struct {
+	Spec     string     `json:"spec_sha256"`
+	Build    string     `json:"build"`
+	FullRuns bool       `json:"full_runs,omitempty"`
+	Plan     []PlanCell `json:"plan"`
+}
+
+func digest(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// BuildID names the running build: its module and version, the VCS
+// revision it was built from ("+dirty" with uncommitted changes) and the
+// Go version. Two shards built from the same commit agree on it.
+func BuildID() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown build"
+	}
+	s := bi.Main.Path + "@" + bi.Main.Version
+	var rev, dirty string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		s += " " + rev + dirty
+	}
+	return s + " " + bi.GoVersion
+}
+
+// differs names the first way other's identity differs from id's, or "".
+// a and b name the two results in the message.
+func (id Identity) differs(other Identity, a, b string) string {
+	switch {
+	case id.Spec != other.Spec:
+		return fmt.Sprintf("%s and %s are of different specs (sha256 %.12s and %.12s)", a, b, id.Spec, other.Spec)
+	case id.Build != other.Build:
+		return fmt.Sprintf("%s and %s are of different builds (%s and %s)", a, b, id.Build, other.Build)
+	case id.FullRuns != other.FullRuns:
+		return fmt.Sprintf("%s and %s differ in --full-runs", a, b)
+	case !slices.EqualFunc(id.Plan, other.Plan, func(x, y PlanCell) bool {
+		return x.Name == y.Name && slices.Equal(x.Seeds, y.Seeds)
+	}):
+		return fmt.Sprintf("%s and %s plan different cells or seeds (--cells, --seeds)", a, b)
+	}
+	return ""
+}
+
+// writeAtomic writes a file through a temporary one renamed over it, so a
+// kill at any instant leaves the old file or the new one, never half of
+// one.
+func writeAtomic(path string, write func(*os.File) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
