@@ -57,8 +57,10 @@ const usageText = `usage:
   torture run   --lock NAME [flags]     put a lock under concurrent clients and check the history
   torture check RUN_DIR|HISTORY [flags] re-check a saved history without Redis
   torture report RUN_DIR|RESULTS_DIR    write report.html of a run, or index.html of a results folder
-  torture matrix SPEC.yaml [--seeds A..B] [--out DIR] [--cells FILTER]
+  torture matrix SPEC.yaml [--seeds A..B] [--out DIR] [--cells FILTER] [--shard K/N] [--resume]
                                         run a spec of locks x faults x seeds against its expectations
+  torture matrix merge --out DIR SHARD_DIR...
+                                        put the shards of a matrix back together
   torture serve [DIR] [--port N]        browse the runs and matrices under DIR (default results/) on 127.0.0.1
   torture list                          list the locks
   torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left

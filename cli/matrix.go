@@ -21,14 +21,19 @@ import (
 // its promise, 1 when some did not, 2 for a bad spec, a harness error or an
 // interrupted matrix.
 func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
-	var seedsText, out, cells string
-	var quiet, full bool
+	if len(args) > 0 && args[0] == "merge" {
+		return cmdMerge(args[1:], stdout, stderr)
+	}
+	var seedsText, out, cells, shardText string
+	var quiet, full, resume bool
 	fs := newFlags("matrix", stderr)
 	fs.StringVar(&seedsText, "seeds", "", "seeds A..B (or one seed) for every cell, replacing the spec's")
 	fs.StringVar(&out, "out", "", "folder for runs/, matrix.json, matrix.md, junit.xml and index.html (default results/matrix-NAME-TIME)")
 	fs.StringVar(&cells, "cells", "", "run only the cells whose names match these comma-separated patterns (token-*,set-px-overrun)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar or progress lines")
 	fs.BoolVar(&full, "full-runs", false, "run breaking cells for their whole duration (default: stop each run at the expected anomaly)")
+	fs.StringVar(&shardText, "shard", "", "run only the K-th of N parts of the runs, K/N (merge the parts with 'torture matrix merge')")
+	fs.BoolVar(&resume, "resume", false, "take up the matrix.json in --out and run only the runs it lacks")
 	path, help, err := parseOne(fs, args, stdout, "SPEC.yaml")
 	if help {
 		return exitValid
@@ -42,6 +47,15 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 			return fail(stderr, fmt.Errorf("matrix: --%v", err))
 		}
 		override = s
+	}
+	var shard matrix.Shard
+	if shardText != "" {
+		if shard, err = matrix.ParseShard(shardText); err != nil {
+			return fail(stderr, fmt.Errorf("matrix: --%v", err))
+		}
+	}
+	if resume && out == "" {
+		return fail(stderr, fmt.Errorf("matrix: --resume needs --out, the folder of the matrix to resume"))
 	}
 	spec, err := matrix.Load(path, regs)
 	if err != nil {
@@ -62,6 +76,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	tty := !quiet && isTerminal(stdout)
 	var bar *progressbar.ProgressBar
 	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
+		Shard: shard, Resume: resume,
 		Logf: func(format string, args ...any) {
 			if bar != nil {
 				_ = bar.Clear()
@@ -91,7 +106,11 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 			_ = bar.Add(1)
 		}
 	}
-	fmt.Fprintf(stdout, "torture matrix %s: %d cells, output in %s\n", spec.Name, len(spec.Cells), out)
+	part := ""
+	if shard.N > 0 {
+		part = ", shard " + shard.String()
+	}
+	fmt.Fprintf(stdout, "torture matrix %s: %d cells%s, output in %s\n", spec.Name, len(spec.Cells), part, out)
 	limitMemory()
 	res, err := matrix.Run(ctx, spec, opts)
 	if bar != nil {
@@ -101,6 +120,12 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	if err != nil {
 		return fail(stderr, fmt.Errorf("matrix: %v", err))
 	}
+	return finish(res, out, stdout, stderr)
+}
+
+// finish prints the table, writes the matrix files and returns the exit
+// code of a matrix, a shard of one or a merge.
+func finish(res *matrix.Result, out string, stdout, stderr io.Writer) int {
 	if err := res.WriteTable(stdout); err != nil {
 		return fail(stderr, err)
 	}
@@ -110,7 +135,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	fmt.Fprintf(stdout, "matrix files: %s\n", filepath.Join(out, matrix.JSONFile))
 	switch {
 	case res.Interrupted:
-		fmt.Fprintln(stderr, "torture: matrix interrupted; the files cover the runs that finished")
+		fmt.Fprintln(stderr, "torture: matrix interrupted; the files cover the runs that finished (--resume takes it up again)")
 		return exitUsage
 	case res.Errors > 0:
 		fmt.Fprintf(stderr, "torture: %d runs ended in a harness error (see %s)\n", res.Errors, matrix.JSONFile)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -29,7 +30,10 @@ func digest(b []byte) string {
 
 // BuildID names the running build: its module and version, the VCS
 // revision it was built from ("+dirty" with uncommitted changes) and the
-// Go version. Two shards built from the same commit agree on it.
+// Go version. Two shards built from the same commit agree on it. A build
+// without VCS stamps (-buildvcs=false, go run) is named by its
+// executable's digest instead: Go links the same bytes from the same
+// source, so the same build on two machines still agrees.
 func BuildID() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -47,10 +51,31 @@ func BuildID() string {
 			}
 		}
 	}
-	if rev != "" {
+	switch {
+	case rev != "":
 		s += " " + rev + dirty
+	default:
+		s += " " + exeDigest()
 	}
 	return s + " " + bi.GoVersion
+}
+
+// exeDigest is the SHA-256 of the running executable, shortened.
+func exeDigest() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "exe unknown"
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "exe unknown"
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "exe unknown"
+	}
+	return "exe " + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // differs names the first way other's identity differs from id's, or "".

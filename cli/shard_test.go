@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/matrix"
+)
+
+// oneLineExit2 runs args and wants exit 2 with one line on stderr holding want.
+func oneLineExit2(t *testing.T, args []string, want string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != exitUsage {
+		t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, errb.String())
+	}
+	msg := strings.TrimRight(errb.String(), "\n")
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, want) {
+		t.Errorf("%q: stderr %q: want one line mentioning %q", args, msg, want)
+	}
+}
+
+// TestShardAndMergeBadInput: a bad --shard, and a merge of nothing, of one
+// shard twice, or of shards of different specs: one line, exit 2.
+func TestShardAndMergeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "s.yaml", "seeds: 1..4\ncells:\n  - {lock: token, expect: holds}\n")
+	other := writeSpec(t, dir, "o.yaml", "seeds: 1..4\ncells:\n  - {lock: token, expect: holds}\n# another\n")
+	// Shards made without Redis: each run answered valid at once.
+	valid := func(_ context.Context, o locktorture.Options) (*locktorture.Result, error) {
+		return &locktorture.Result{RunID: o.RunID, Verdict: checker.Valid,
+			Report: &checker.Report{Verdict: checker.Valid, Count: map[checker.Kind]int{}}}, nil
+	}
+	shard := func(path string, k int) string {
+		s, err := matrix.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("%s-%d", filepath.Base(path), k))
+		res, err := matrix.Run(context.Background(), s, matrix.Options{Shard: matrix.Shard{K: k, N: 2}, OutDir: out, Run: valid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.WriteFiles(out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	s1, s2, o2 := shard(spec, 1), shard(spec, 2), shard(other, 2)
+	merged := filepath.Join(dir, "merged")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"matrix", spec, "--shard", "0/3"}, "--shard \"0/3\": K must be 1..3"},
+		{[]string{"matrix", spec, "--shard", "4/3"}, "--shard \"4/3\": K must be 1..3"},
+		{[]string{"matrix", spec, "--shard", "x"}, "--shard \"x\": want K/N"},
+		{[]string{"matrix", spec, "--resume"}, "--resume needs --out"},
+		{[]string{"matrix", "merge", "--out", merged}, "no shard folders"},
+		{[]string{"matrix", "merge", s1, s2}, "--out DIR is required"},
+		{[]string{"matrix", "merge", "--out", merged, s1, s1}, "given twice"},
+		{[]string{"matrix", "merge", "--out", merged, s1, o2}, "different specs"},
+		{[]string{"matrix", "merge", "--out", merged, s1}, "shard 2/2 missing"},
+		{[]string{"matrix", "merge", "--out", merged, dir}, "has no matrix.json"},
+	} {
+		oneLineExit2(t, tc.args, tc.want)
+	}
+	if _, err := os.Stat(merged); err == nil {
+		t.Errorf("a refused merge wrote %s", merged)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"matrix", "merge", "--out", merged, s2, s1}, &out, &errb); code != exitValid {
+		t.Errorf("good merge: exit %d: %s%s", code, out.String(), errb.String())
+	}
+}
+
+// fourCells is a short spec of four cells of three seeds, one of which
+// ("token-wrong") promises a break that never comes.
+const fourCells = `name: four
+seeds: 1..3
+defaults: {clients: 4, ttl: 200ms, hold: 5ms..20ms, duration: 700ms, check-timeout: 30s}
+cells:
+  - {name: set-px-overrun, lock: set-px, overrun: 0.3, expect: {breaks: {kind: foreign-release}}}
+  - {name: token-overrun, lock: token, overrun: 0.3, expect: {breaks: {kind: double-holder, class: lease-outlived}}}
+  - {name: token-none, lock: token, expect: holds}
+  - {name: token-wrong, lock: token, expect: {breaks: {kind: foreign-release}}}
+`
+
+// verdicts is what must not move between a matrix and its merged shards:
+// per cell its counts and judgement, per seed its run, verdict and judgement.
+func verdicts(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "matrix.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m matrix.Result
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s runs %d as expected %d errors %d\n", m.Name, m.Runs, m.AsExpected, m.Errors)
+	for _, c := range m.Cells {
+		fmt.Fprintf(&sb, "%s: runs %d detected %d valid %d held %d unknown %d errors %d as expected %v\n",
+			c.Name, c.Runs, c.Detected, c.Valid, c.Held, c.Unknown, c.Errors, c.AsExpected)
+		for _, s := range c.Seeds {
+			fmt.Fprintf(&sb, "  seed %d %s %s detected %v as expected %v\n", s.Seed, s.RunID, s.Verdict, s.Detected, s.AsExpected)
+			if _, err := os.Stat(filepath.Join(s.Dir, "report.html")); err != nil {
+				t.Errorf("%s: run %s has no report: %v", dir, s.RunID, err)
+			}
+		}
+	}
+	return sb.String()
+}
+
+// TestMatrixShardsMerge runs a real four-cell, three-seed matrix once
+// whole and once in three shards (side by side, as three CI runners would),
+// merges the shards and finds the same cells, seeds and verdicts, with the
+// failing cell's JUnit failures in the merged junit.xml. It needs
+// redis-server.
+func TestMatrixShardsMerge(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "four.yaml", fourCells)
+	whole := filepath.Join(dir, "whole")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"matrix", spec, "--out", whole, "--quiet"}, &stdout, &stderr); code != exitInvalid {
+		t.Fatalf("whole matrix: exit %d, want 1\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var wg sync.WaitGroup
+	shards := make([]string, 3)
+	for k := range shards {
+		shards[k] = filepath.Join(dir, fmt.Sprintf("shard%d", k+1))
+		wg.Go(func() {
+			var out, errb bytes.Buffer
+			code := run([]string{"matrix", spec, "--shard", fmt.Sprintf("%d/3", k+1), "--out", shards[k], "--quiet"}, &out, &errb)
+			if code == exitUsage {
+				t.Errorf("shard %d/3: exit %d\n%s%s", k+1, code, out.String(), errb.String())
+			}
+		})
+	}
+	wg.Wait()
+	merged := filepath.Join(dir, "merged")
+	stdout.Reset()
+	if code := run(append([]string{"matrix", "merge", "--out", merged}, shards...), &stdout, &stderr); code != exitInvalid {
+		t.Fatalf("merge: exit %d, want 1\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if got, want := verdicts(t, merged), verdicts(t, whole); got != want {
+		t.Errorf("merged shards:\n%s\nunsharded:\n%s", got, want)
+	}
+	ju, _ := os.ReadFile(filepath.Join(merged, "junit.xml"))
+	if n := strings.Count(string(ju), `classname="token-wrong"`); n != 3 || !strings.Contains(string(ju), "expected foreign-release, got verdict valid") {
+		t.Errorf("merged junit.xml: %d cases of token-wrong, failure present %v", n, strings.Contains(string(ju), "<failure"))
+	}
+	if !strings.Contains(stdout.String(), "3 of 4 cells as expected") {
+		t.Errorf("merge output:\n%s", stdout.String())
+	}
+}
+
+// TestMatrixKilledResumes SIGKILLs a built torture in the middle of a
+// matrix (after two runs finished), starts it again with --resume, and
+// finds every run once: none of the finished ones again, none missing.
+func TestMatrixKilledResumes(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	bin := buildTorture(t)
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "three.yaml", `seeds: 1..2
+defaults: {clients: 3, ttl: 200ms, hold: 5ms..20ms, duration: 800ms, check-timeout: 30s}
+cells:
+  - {name: token-none, lock: token, expect: holds}
+  - {name: set-px-overrun, lock: set-px, overrun: 0.3, expect: {breaks: {kind: foreign-release}}}
+  - {name: watchdog-none, lock: watchdog, expect: holds}
+`)
+	out := filepath.Join(dir, "out")
+	args := []string{"matrix", spec, "--out", out, "--resume"}
+	cmd := exec.Command(bin, args...)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`^cell (\d)/3 \S+ x \S+ seed (\d):`)
+	sc := bufio.NewScanner(pipe)
+	finished := 0
+	for finished < 2 && sc.Scan() {
+		if line.MatchString(sc.Text()) {
+			finished++
+		}
+	}
+	// Mid third run: the servers are up, the history half written.
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	var before matrix.Result
+	b, err := os.ReadFile(filepath.Join(out, "matrix.json"))
+	if err != nil || json.Unmarshal(b, &before) != nil {
+		t.Fatalf("matrix.json after the kill: %v\n%s", err, b)
+	}
+	done := map[string]bool{}
+	for _, c := range before.Cells {
+		for _, s := range c.Seeds {
+			done[s.RunID] = true
+		}
+	}
+	if finished != 2 || len(done) < 2 || len(done) > 3 {
+		t.Fatalf("killed after %d runs printed, matrix.json holds %v", finished, done)
+	}
+
+	again, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, again)
+	}
+	names := []string{"token-none", "set-px-overrun", "watchdog-none"}
+	rerun := 0
+	for _, l := range strings.Split(string(again), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		rerun++
+		if id := names[m[1][0]-'1'] + "-seed" + m[2]; done[id] {
+			t.Errorf("resumed matrix ran %s again: %s", id, l)
+		}
+	}
+	var after matrix.Result
+	b, _ = os.ReadFile(filepath.Join(out, "matrix.json"))
+	if err := json.Unmarshal(b, &after); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, c := range after.Cells {
+		for _, s := range c.Seeds {
+			seen[s.RunID]++
+		}
+	}
+	for _, c := range names {
+		for seed := 1; seed <= 2; seed++ {
+			if id := fmt.Sprintf("%s-seed%d", c, seed); seen[id] != 1 {
+				t.Errorf("run %s in the resumed matrix.json %d times", id, seen[id])
+			}
+		}
+	}
+	if len(seen) != 6 || rerun != 6-len(done) || after.AsExpected != 3 {
+		t.Errorf("resumed: %d runs in matrix.json, %d run again after %d done, %d cells as expected\n%s",
+			len(seen), rerun, len(done), after.AsExpected, again)
+	}
+	// What the kill left running, torture clean removes.
+	if out, err := exec.Command(bin, "clean").CombinedOutput(); err != nil {
+		t.Errorf("clean: %v\n%s", err, out)
+	}
+}
+
