@@ -269,4 +269,3 @@ cells:
 		t.Errorf("clean: %v\n%s", err, out)
 	}
 }
-
