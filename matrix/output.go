@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
+
+	"github.com/locktorture/locktorture/internal/atomicfile"
 )
 
 // Files the matrix writes into its output folder.
@@ -139,7 +141,7 @@ func (r *Result) WriteFiles(dir string) error {
 		return fmt.Errorf("make matrix dir: %w", err)
 	}
 	write := func(name string, fn func(io.Writer) error) error {
-		err := writeAtomic(filepath.Join(dir, name), func(f *os.File) error { return fn(f) })
+		err := atomicfile.Write(filepath.Join(dir, name), fn)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/locktorture/locktorture/internal/atomicfile"
 )
 
 // book keeps a result's cells in plan order as runs land in it, from this
@@ -116,10 +118,7 @@ func (b *book) resume(dir string) error {
 // removeTemps deletes the temporary files a kill left mid-write.
 func removeTemps(dir string) {
 	for _, name := range []string{JSONFile, MarkdownFile, JUnitFile, IndexFile} {
-		olds, _ := filepath.Glob(filepath.Join(dir, "."+name+".*"))
-		for _, o := range olds {
-			os.Remove(o)
-		}
+		atomicfile.RemoveTemps(filepath.Join(dir, name))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/atomicfile"
 )
 
 // RunFunc performs one run; locktorture.Run unless a caller wraps it.
@@ -177,7 +178,7 @@ func Run(ctx context.Context, spec *Spec, opts Options) (*Result, error) {
 		res.DurationMs = before + time.Since(start).Milliseconds()
 		res.tally()
 		if opts.OutDir != "" {
-			if err := writeAtomic(filepath.Join(opts.OutDir, JSONFile), func(f *os.File) error { return res.WriteJSON(f) }); err != nil {
+			if err := atomicfile.Write(filepath.Join(opts.OutDir, JSONFile), res.WriteJSON); err != nil {
 				return nil, fmt.Errorf("write %s after run %s: %w", JSONFile, sr.RunID, err)
 			}
 		}
