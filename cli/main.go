@@ -61,6 +61,8 @@ const usageText = `usage:
                                         run a spec of locks x faults x seeds against its expectations
   torture matrix merge --out DIR SHARD_DIR...
                                         put the shards of a matrix back together
+  torture shrink RUN_DIR [--kind KIND[/CLASS]] [--budget D] [--out DIR]
+                                        find the smallest run that still shows the run's anomaly
   torture serve [DIR] [--port N]        browse the runs and matrices under DIR (default results/) on 127.0.0.1
   torture list                          list the locks
   torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left
@@ -86,6 +88,8 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		return cmdMatrix(args[1:], stdout, stderr, regs)
 	case "serve":
 		return cmdServe(args[1:], stdout, stderr)
+	case "shrink":
+		return cmdShrink(args[1:], stdout, stderr, regs)
 	case "list":
 		return cmdList(args[1:], stdout, stderr, regs)
 	case "clean":
@@ -94,7 +98,7 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		fmt.Fprintln(stdout, usageText)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, serve, list or clean)\n", args[0])
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, serve, list or clean)\n", args[0])
 	return exitUsage
 }
 

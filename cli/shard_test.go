@@ -46,7 +46,7 @@ func TestShardAndMergeBadInput(t *testing.T) {
 			Report: &checker.Report{Verdict: checker.Valid, Count: map[checker.Kind]int{}}}, nil
 	}
 	shard := func(path string, k int) string {
-		s, err := matrix.Load(path)
+		s, err := matrix.Load(path, locktorture.Registries{})
 		if err != nil {
 			t.Fatal(err)
 		}

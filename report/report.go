@@ -191,11 +191,17 @@ func eachEvent(ctx context.Context, path string, fn func(history.Event)) (*histo
 // again: the flags the header names plus every recorded parameter, quoted
 // for a POSIX shell.
 func ReplayCommand(r *history.RunInfo) string {
-	args := ReplayArgs(r)
+	return QuoteArgs(ReplayArgs(r))
+}
+
+// QuoteArgs joins an argument list into a command line for a POSIX shell,
+// quoting what needs it.
+func QuoteArgs(args []string) string {
+	out := make([]string, len(args))
 	for i, a := range args {
-		args[i] = shellQuote(a)
+		out[i] = shellQuote(a)
 	}
-	return strings.Join(args, " ")
+	return strings.Join(out, " ")
 }
 
 // ReplayArgs is ReplayCommand as an argument list, unquoted, for a program
