@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/locktorture/locktorture/summary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,7 +22,7 @@ func TestShrinkBadInput(t *testing.T) {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(locktorture.Summary{Run: run, Verdict: checker.Valid, Anomalies: []checker.Anomaly{}})
+		b, _ := json.Marshal(summary.Summary{Run: run, Verdict: checker.Valid, Anomalies: []checker.Anomaly{}})
 		if err := os.WriteFile(filepath.Join(p, "summary.json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestReplayArgsAreRunFlags(t *testing.T) {
 		"jitter": "1ms", "latency_all": "true", "direction": "up", "lost_reply_rate": "0.3", "downtime": "1s",
 		"partition_clients": "one", "clock_jump": "1s"}
 	info := &history.RunInfo{Lock: "redlock", Workload: "mutex", Topology: "redlock", Clients: 3, Keys: 1, TTLMillis: 300, Seed: 1, Params: params}
-	if _, err := locktorture.OptionsFromRun(info); err != nil {
+	if _, err := locktorture.OptionsFromRun(info, locktorture.Registries{}); err != nil {
 		t.Fatalf("OptionsFromRun: %v", err)
 	}
 	args := report.ReplayArgs(info)
