@@ -73,38 +73,11 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 		<-ctx.Done()
 		cancel()
 	}()
-	tty := !quiet && isTerminal(stdout)
-	var bar *progressbar.ProgressBar
+	show := &matrixProgress{stdout: stdout, stderr: stderr, tty: !quiet && isTerminal(stdout)}
 	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
-		Shard: shard, Resume: resume,
-		Logf: func(format string, args ...any) {
-			if bar != nil {
-				_ = bar.Clear()
-			}
-			fmt.Fprintf(stderr, "torture: "+format+"\n", args...)
-		}}
+		Shard: shard, Resume: resume, Logf: show.logf}
 	if !quiet {
-		opts.Progress = func(p matrix.Progress) {
-			if !tty {
-				if p.Seed != nil {
-					fmt.Fprintln(stdout, p.Line())
-				}
-				return
-			}
-			if bar == nil {
-				bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(stdout),
-					progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetRenderBlankState(true),
-					progressbar.OptionFullWidth())
-			}
-			if p.Seed == nil {
-				bar.Describe(fmt.Sprintf("cell %d/%d %s seed %d", p.CellIndex, p.CellCount, p.Cell.Name, p.NextSeed))
-				return
-			}
-			_ = bar.Clear()
-			fmt.Fprintln(stdout, p.Line())
-			_ = bar.Add(1)
-		}
+		opts.Progress = show.progress
 	}
 	part := ""
 	if shard.N > 0 {
@@ -113,10 +86,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	fmt.Fprintf(stdout, "torture matrix %s: %d cells%s, output in %s\n", spec.Name, len(spec.Cells), part, out)
 	limitMemory()
 	res, err := matrix.Run(ctx, spec, opts)
-	if bar != nil {
-		_ = bar.Clear()
-		fmt.Fprintln(stdout)
-	}
+	show.done()
 	if err != nil {
 		return fail(stderr, fmt.Errorf("matrix: %v", err))
 	}
@@ -144,4 +114,49 @@ func finish(res *matrix.Result, out string, stdout, stderr io.Writer) int {
 		return exitValid
 	}
 	return exitInvalid
+}
+
+// matrixProgress shows a matrix going: a progress bar on a terminal, a line
+// a run otherwise, and harness messages above the bar.
+type matrixProgress struct {
+	stdout, stderr io.Writer
+	tty            bool
+	bar            *progressbar.ProgressBar
+}
+
+func (m *matrixProgress) logf(format string, args ...any) {
+	if m.bar != nil {
+		_ = m.bar.Clear()
+	}
+	fmt.Fprintf(m.stderr, "torture: "+format+"\n", args...)
+}
+
+func (m *matrixProgress) progress(p matrix.Progress) {
+	if !m.tty {
+		if p.Seed != nil {
+			fmt.Fprintln(m.stdout, p.Line())
+		}
+		return
+	}
+	if m.bar == nil {
+		m.bar = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(m.stdout),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true), progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionFullWidth())
+	}
+	if p.Seed == nil {
+		m.bar.Describe(fmt.Sprintf("cell %d/%d %s seed %d", p.CellIndex, p.CellCount, p.Cell.Name, p.NextSeed))
+		return
+	}
+	_ = m.bar.Clear()
+	fmt.Fprintln(m.stdout, p.Line())
+	_ = m.bar.Add(1)
+}
+
+// done clears the bar once the matrix has run.
+func (m *matrixProgress) done() {
+	if m.bar != nil {
+		_ = m.bar.Clear()
+		fmt.Fprintln(m.stdout)
+	}
 }
