@@ -119,7 +119,11 @@ func verdicts(t *testing.T, dir string) string {
 			c.Name, c.Runs, c.Detected, c.Valid, c.Held, c.Unknown, c.Errors, c.AsExpected)
 		for _, s := range c.Seeds {
 			fmt.Fprintf(&sb, "  seed %d %s %s detected %v as expected %v\n", s.Seed, s.RunID, s.Verdict, s.Detected, s.AsExpected)
-			if _, err := os.Stat(filepath.Join(s.Dir, "report.html")); err != nil {
+			runDir := s.Dir
+			if !filepath.IsAbs(runDir) {
+				runDir = filepath.Join(dir, runDir) // matrix.json names runs inside its folder
+			}
+			if _, err := os.Stat(filepath.Join(runDir, "report.html")); err != nil {
 				t.Errorf("%s: run %s has no report: %v", dir, s.RunID, err)
 			}
 		}

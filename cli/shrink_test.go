@@ -55,7 +55,7 @@ func TestShrinkBadInput(t *testing.T) {
 func TestReplayArgsAreRunFlags(t *testing.T) {
 	params := map[string]string{"hold": "1ms..2ms", "overrun": "0.1", "abandon": "0.1", "think": "1ms", "wait": "1s",
 		"duration": "2s", "retry_delay": "1ms", "redis_retries": "2", "redis_timeout": "1s", "nodes": "3",
-		"persistence": "always", "nemesis": "latency", "checkers": "mutex", "nemesis_interval": "1s",
+		"persistence": "always", "nemesis": "latency", "checkers": "reentrant", "nemesis_interval": "1s",
 		"nemesis_duration": "1s", "warmup": "1s", "target": "random", "trigger": "acquire", "latency": "1s",
 		"jitter": "1ms", "latency_all": "true", "direction": "up", "lost_reply_rate": "0.3", "downtime": "1s",
 		"partition_clients": "one", "clock_jump": "1s"}

@@ -52,7 +52,7 @@ func Merge(dirs []string, out string) (*Result, error) {
 			if err := linkTree(src, dst); err != nil {
 				return nil, fmt.Errorf("bring run %s into %s: %w", s.RunID, out, err)
 			}
-			s.Dir = dst
+			s.Dir = runDir(out, dst)
 		}
 	}
 	return res, nil

@@ -169,7 +169,7 @@ func comparable(t *testing.T, dir string) string {
 		for j := range r.Cells[i].Seeds {
 			s := &r.Cells[i].Seeds[j]
 			s.DurationMs = 0
-			if s.Dir != "" {
+			if filepath.IsAbs(s.Dir) {
 				rel, err := filepath.Rel(dir, s.Dir)
 				if err != nil {
 					t.Fatal(err)
