@@ -114,6 +114,12 @@ func TestAimedFaultsLand(t *testing.T) {
 				o := aimed("redlock", "restart-empty", 7)
 				o.Topology, o.Nodes, o.TTL, o.HoldMin, o.HoldMax = "redlock", 5, time.Second, 50*time.Millisecond, 300*time.Millisecond
 				o.Duration = 12 * time.Second
+				// Redlock counts a node that does not answer in TTL/10 (at
+				// most 50ms) as failed: under the race detector the
+				// embedded proxies' path is slower than that, and no acquire
+				// ever won a majority. A per-command timeout binds it
+				// instead, as on any slow path.
+				o.RedisTimeout = 300 * time.Millisecond
 				return o
 			},
 			lands: func(t *testing.T, ttl time.Duration, l landing) {
