@@ -14,6 +14,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/matrix"
+	"github.com/locktorture/locktorture/shrink"
 )
 
 // cmdMatrix runs a matrix spec: every cell with every seed, one run after
@@ -25,7 +26,8 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 		return cmdMerge(args[1:], stdout, stderr)
 	}
 	var seedsText, out, cells, shardText string
-	var quiet, full, resume bool
+	var quiet, full, resume, shrinkFails bool
+	shrinkBudget := 5 * time.Minute
 	fs := newFlags("matrix", stderr)
 	fs.StringVar(&seedsText, "seeds", "", "seeds A..B (or one seed) for every cell, replacing the spec's")
 	fs.StringVar(&out, "out", "", "folder for runs/, matrix.json, matrix.md, junit.xml and index.html (default results/matrix-NAME-TIME)")
@@ -34,6 +36,8 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	fs.BoolVar(&full, "full-runs", false, "run breaking cells for their whole duration (default: stop each run at the expected anomaly)")
 	fs.StringVar(&shardText, "shard", "", "run only the K-th of N parts of the runs, K/N (merge the parts with 'torture matrix merge')")
 	fs.BoolVar(&resume, "resume", false, "take up the matrix.json in --out and run only the runs it lacks")
+	fs.BoolVar(&shrinkFails, "shrink", false, "shrink the first failing seed of each cell not as expected to the smallest run that still fails")
+	fs.DurationVar(&shrinkBudget, "shrink-budget", shrinkBudget, "time each cell's shrink may take")
 	path, help, err := parseOne(fs, args, stdout, "SPEC.yaml")
 	if help {
 		return exitValid
@@ -90,7 +94,55 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	if err != nil {
 		return fail(stderr, fmt.Errorf("matrix: %v", err))
 	}
+	if shrinkFails && !res.Interrupted {
+		shrinkCells(ctx, res, out, shrink.Options{Budget: shrinkBudget, Registries: regs, Logf: opts.Logf}, stdout)
+	}
 	return finish(res, out, stdout, stderr)
+}
+
+// shrinkCells shrinks the first failing seed of each cell that did not go
+// as expected into out/shrink/RUN_ID/ (named relative to out in the
+// result, as its runs are) and notes the smallest command in
+// the cell's result.
+func shrinkCells(ctx context.Context, res *matrix.Result, out string, opts shrink.Options, stdout io.Writer) {
+	for _, f := range shrink.Failures(res) {
+		var cell *matrix.CellResult
+		for i := range res.Cells {
+			if res.Cells[i].Name == f.Cell {
+				cell = &res.Cells[i]
+			}
+		}
+		cell.Shrunk = &matrix.Shrunk{Seed: f.Seed.Seed, Note: f.Note}
+		if f.Note != "" {
+			fmt.Fprintf(stdout, "shrink %s: %s\n", f.Cell, f.Note)
+			continue
+		}
+		o := opts
+		o.Target, o.OutDir = f.Target, filepath.Join(out, matrix.ShrinkDir, f.Seed.RunID)
+		o.Progress = func(c shrink.Candidate) {
+			fmt.Fprintf(stdout, "shrink %s seed %d: %s\n", f.Cell, f.Seed.Seed, candidateLine(c))
+		}
+		dir := filepath.FromSlash(f.Seed.Dir)
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(out, dir) // matrix.json names runs inside the matrix folder
+		}
+		r, err := shrink.Shrink(ctx, dir, o)
+		switch {
+		case err != nil:
+			cell.Shrunk.Note = oneLine(err.Error())
+		case !r.Reproduced:
+			cell.Shrunk.Note = fmt.Sprintf("seed %d did not show %s again on a rerun", r.Seed, r.Target)
+		default:
+			cell.Shrunk.Dir, cell.Shrunk.Command = matrix.ShrinkDir+"/"+f.Seed.RunID, r.Smallest
+			fmt.Fprintf(stdout, "shrink %s seed %d: %s\n  from %s\n  to   %s\n", f.Cell, r.Seed, r.Command(), r.From, r.To)
+		}
+		if cell.Shrunk.Note != "" {
+			fmt.Fprintf(stdout, "shrink %s seed %d: %s\n", f.Cell, f.Seed.Seed, cell.Shrunk.Note)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 // finish prints the table, writes the matrix files and returns the exit

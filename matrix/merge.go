@@ -41,6 +41,12 @@ func Merge(dirs []string, out string) (*Result, error) {
 		return nil, fmt.Errorf("make merged folder: %w", err)
 	}
 	for i := range res.Cells {
+		if sh := res.Cells[i].Shrunk; sh != nil && sh.Dir != "" {
+			id := runID(res.Cells[i].Name, sh.Seed)
+			if err := bringShrink(sh, id, from[id], out); err != nil {
+				return nil, err
+			}
+		}
 		for j := range res.Cells[i].Seeds {
 			s := &res.Cells[i].Seeds[j]
 			src := filepath.Join(from[s.RunID], "runs", s.RunID)
@@ -192,6 +198,22 @@ func gather(parts []shardPart) (*Result, map[string]string, error) {
 	}
 	res.tally()
 	return res, from, nil
+}
+
+// bringShrink links the shrink folder of a cell's failing seed into out,
+// where the merged files point.
+func bringShrink(sh *Shrunk, id, shard, out string) error {
+	src := filepath.Join(shard, ShrinkDir, id)
+	if _, err := os.Stat(src); err != nil {
+		sh.Dir = ""
+		return nil
+	}
+	dst := filepath.Join(out, ShrinkDir, id)
+	if err := linkTree(src, dst); err != nil {
+		return fmt.Errorf("bring shrink %s into %s: %w", id, out, err)
+	}
+	sh.Dir = runDir(out, dst)
+	return nil
 }
 
 // linkTree makes dst a copy of the folder src: hard links where the file

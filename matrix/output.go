@@ -19,6 +19,9 @@ const (
 	JSONFile     = "matrix.json"
 	MarkdownFile = "matrix.md"
 	JUnitFile    = "junit.xml"
+	// ShrinkDir holds, per shrunk cell, shrink.json and the smallest run
+	// (torture matrix --shrink).
+	ShrinkDir = "shrink"
 )
 
 // row is one cell of the table, in words, shared by the terminal and Markdown.
@@ -88,6 +91,15 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	b.WriteString("\n" + r.closing() + "\n")
+	for _, c := range r.Cells {
+		if sh := c.Shrunk; sh != nil {
+			if len(sh.Command) > 0 {
+				fmt.Fprintf(&b, "\n%s seed %d, shrunk: `%s`\n", c.Name, sh.Seed, strings.Join(sh.Command, " "))
+			} else {
+				fmt.Fprintf(&b, "\n%s seed %d, not shrunk: %s\n", c.Name, sh.Seed, sh.Note)
+			}
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -116,7 +128,11 @@ func (r *Result) JUnit() junit.Testsuites {
 				if s.Found != "" {
 					msg += " (" + s.Found + ")"
 				}
-				tc.Failure = &junit.Result{Message: msg, Type: "expectation", Data: s.Detail + "\nrun folder: " + s.Dir}
+				data := s.Detail + "\nrun folder: " + s.Dir
+				if sh := c.Shrunk; sh != nil && sh.Seed == s.Seed && len(sh.Command) > 0 {
+					data += "\nsmallest run that still fails: " + strings.Join(sh.Command, " ") + "\nshrink folder: " + sh.Dir
+				}
+				tc.Failure = &junit.Result{Message: msg, Type: "expectation", Data: data}
 			default:
 				out := fmt.Sprintf("%s: verdict %s", c.Expected, s.Verdict)
 				if s.Detail != "" {

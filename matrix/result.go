@@ -59,6 +59,21 @@ type CellResult struct {
 	FirstMedianMs *float64 `json:"first_median_ms,omitempty"`
 	FirstWorstMs  *float64 `json:"first_worst_ms,omitempty"`
 	AsExpected    bool     `json:"as_expected"`
+	// Shrunk is the smallest run that still fails like the cell's first
+	// failing seed (torture matrix --shrink).
+	Shrunk *Shrunk `json:"shrunk,omitempty"`
+}
+
+// Shrunk is what shrinking a cell's first failing seed found: the
+// smallest command that still shows its anomaly, or why there is none.
+type Shrunk struct {
+	Seed int64 `json:"seed"`
+	// Dir holds shrink.json and the smallest run's folder.
+	Dir string `json:"dir,omitempty"`
+	// Command is the smallest run's command line as an argument list.
+	Command []string `json:"command,omitempty"`
+	// Note says why there is no smaller run, when there is none.
+	Note string `json:"note,omitempty"`
 }
 
 // SeedResult is one run of a cell.
