@@ -134,28 +134,36 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (help bool, err er
 // parseOne parses flags given before or after one positional argument, the
 // path a check, report or matrix works on; want names it in the error.
 func parseOne(fs *flag.FlagSet, args []string, stdout io.Writer, want string) (path string, help bool, err error) {
-	var paths []string
-	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "usage: torture %s [flags] %s\n", fs.Name(), want)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return "", true, nil
-		}
-		if err != nil {
-			return "", false, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fs.Arg(0))
-		args = fs.Args()[1:]
+	paths, help, err := parsePositional(fs, args, stdout, fmt.Sprintf("usage: torture %s [flags] %s", fs.Name(), want))
+	if help || err != nil {
+		return "", help, err
 	}
 	if len(paths) != 1 {
 		return "", false, fmt.Errorf("want exactly one %s", want)
 	}
 	return paths[0], false, nil
+}
+
+// parsePositional parses flags given before, between or after positional
+// arguments and returns those; -h prints usage and the flags.
+func parsePositional(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) (paths []string, help bool, err error) {
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, usage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if fs.NArg() == 0 {
+			return paths, false, nil
+		}
+		paths = append(paths, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 type expectFlag struct{ v checker.Verdict }

@@ -76,23 +76,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // parseServeArgs parses flags around at most one folder (default results/).
 func parseServeArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (string, bool, error) {
-	var dirs []string
-	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: torture serve [flags] [DIR]   (DIR defaults to results/)")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return "", true, nil
-		}
-		if err != nil {
-			return "", false, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+	dirs, help, err := parsePositional(fs, args, stdout, "usage: torture serve [flags] [DIR]   (DIR defaults to results/)")
+	if help || err != nil {
+		return "", help, err
 	}
 	switch len(dirs) {
 	case 0:
