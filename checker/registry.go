@@ -26,12 +26,7 @@ type Entry struct {
 func (e Entry) About() (string, string) { return e.Name, e.Summary }
 
 // Check implements registry.Entry.
-func (e Entry) Check() error {
-	if e.New == nil {
-		return registry.ErrNoConstructor
-	}
-	return nil
-}
+func (e Entry) Check() error { return registry.NeedConstructor(e.New != nil) }
 
 // Registry holds the checkers a check can run, by name.
 type Registry = registry.Registry[Entry]

@@ -49,12 +49,7 @@ type TopologyEntry struct {
 func (e TopologyEntry) About() (string, string) { return e.Name, e.Summary }
 
 // Check implements registry.Entry.
-func (e TopologyEntry) Check() error {
-	if e.Start == nil {
-		return registry.ErrNoConstructor
-	}
-	return nil
-}
+func (e TopologyEntry) Check() error { return registry.NeedConstructor(e.Start != nil) }
 
 // Registry holds the topologies a run can stand on, by name.
 type Registry = registry.Registry[TopologyEntry]

@@ -132,6 +132,16 @@ func (r *Registry[E]) Clone() *Registry[E] {
 // build its extension with.
 var ErrNoConstructor = errors.New("a constructor is required")
 
+// NeedConstructor is the Check of an entry that needs nothing but its
+// constructor (has: the entry's New or Start is set), so that every such
+// entry refuses a missing one with the same error.
+func NeedConstructor(has bool) error {
+	if !has {
+		return ErrNoConstructor
+	}
+	return nil
+}
+
 // Of returns a registry of kind holding entries: how a package lists its
 // built-ins. It panics if one is refused, since a built-in that does not
 // register is a programming error, not a user's.

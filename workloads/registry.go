@@ -33,12 +33,7 @@ func (e Entry) About() (string, string) { return e.Name, e.Summary }
 func (e Entry) Declared() []settings.Setting { return e.Settings }
 
 // Check implements registry.Entry.
-func (e Entry) Check() error {
-	if e.New == nil {
-		return registry.ErrNoConstructor
-	}
-	return nil
-}
+func (e Entry) Check() error { return registry.NeedConstructor(e.New != nil) }
 
 // Registry holds the workloads a run can drive, by name.
 type Registry = registry.Registry[Entry]
