@@ -546,7 +546,7 @@ func TestGeneratedLegalHistoriesPassAll(t *testing.T) {
 func exactVerdict(t *testing.T, h *history.History) Verdict {
 	t.Helper()
 	ix := newIndex(h)
-	l := Linearizable(LinearizableOptions{SegmentOps: 1 << 30}).(*linearizable)
+	l := newLinearizable(LinearizableOptions{SegmentOps: 1 << 30})
 	km := &keyModel{leases: []leaseMeta{{id: "none"}}}
 	var stop atomic.Bool
 	v := Valid

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 
@@ -17,41 +16,25 @@ import (
 // makes a fenced resource refuse the legitimate holder, or, if the stale
 // token is the higher one, accept the older holder over the newer.
 // Acquires without a token (fence 0) are not judged.
-func FenceRegression(opts ...Option) Checker { return &fenceRegression{s: newSettings(opts)} }
-
-type fenceRegression struct{ s settings }
-
-func (*fenceRegression) Name() string { return "fence-regression" }
-
-func (f *fenceRegression) Check(ctx context.Context, h *history.History) Result {
-	return checkWhole(ctx, f, h)
+func FenceRegression(opts ...Option) Checker {
+	return newCarryingChecker("fence-regression", opts, func() carrier { return &fenceJudge{keys: map[string]*fenceKey{}} })
 }
 
-// Start implements Windowed: per key the judge carries the highest token
-// of the acquires that returned before any later window's calls, and the
-// acquires that returned since (a later acquire may have been called
-// before them).
-func (f *fenceRegression) Start() Judge {
-	return &fenceJudge{name: f.Name(), s: f.s, keys: map[string]*fenceKey{}}
-}
-
-type fenceJudge struct {
-	name string
-	s    settings
-	keys map[string]*fenceKey
-}
+// fenceJudge carries, per key, the highest token of the acquires that
+// returned before any later window's calls, and the acquires that returned
+// since (a later acquire may have been called before them).
+type fenceJudge struct{ keys map[string]*fenceKey }
 
 type fenceKey struct {
 	top    *history.Operation   // the highest token returned before Later
 	recent []*history.Operation // returned at or after Later
 }
 
-// Judge sweeps each key's fenced acquires in call order, folding in every
+// judge sweeps each key's fenced acquires in call order, folding in every
 // acquire that returned before the current one's call (and the carried
 // top) and keeping the highest token: an acquire whose token is no higher
 // than that regressed.
-func (f *fenceJudge) Judge(_ context.Context, w *Window) Result {
-	c := newCollector(f.name, f.s)
+func (f *fenceJudge) judge(c *collector, w *Window) {
 	perKey := map[string][]*history.Operation{}
 	for i := range w.Ops {
 		if o := &w.Ops[i]; o.Op == history.Acquire && o.Status == history.OK && o.Fence != 0 {
@@ -94,7 +77,6 @@ func (f *fenceJudge) Judge(_ context.Context, w *Window) Result {
 	}
 	c.stat("fenced_acquires", fenced)
 	c.stat("keys", keys)
-	return c.result()
 }
 
 func fenceAnomaly(key string, a, b *history.Operation) Anomaly {

@@ -17,22 +17,11 @@ import (
 // by its own holder before that. A plain DEL does exactly this when its
 // holder's work outlived the TTL.
 func ForeignRelease(opts ...Option) Checker {
-	return &foreignRelease{s: newSettings(opts)}
+	return newLockChecker("foreign-release", opts, foreignReleases)
 }
 
-type foreignRelease struct{ s settings }
-
-func (*foreignRelease) Name() string { return "foreign-release" }
-
-// Start implements Windowed: each window's events are judged afresh.
-func (f *foreignRelease) Start() Judge { return indexJudge{f} }
-
-func (f *foreignRelease) Check(ctx context.Context, h *history.History) Result {
-	return f.checkIndex(ctx, newIndex(h))
-}
-
-func (f *foreignRelease) checkIndex(_ context.Context, ix *index) Result {
-	c := newCollector(f.Name(), f.s)
+// foreignReleases judges every release that deleted its key.
+func foreignReleases(_ context.Context, c *collector, ix *index) {
 	var deleting int64
 	for _, key := range ix.keys {
 		k := ix.perKey[key]
@@ -48,14 +37,13 @@ func (f *foreignRelease) checkIndex(_ context.Context, ix *index) Result {
 			if l := k.byLease[r.Lease]; l != nil && l.acquire >= 0 {
 				since = ix.ops[l.acquire].Return
 			}
-			if v, alive := f.victim(ix, k, r, since); v != nil {
+			if v, alive := victim(ix, k, r, since); v != nil {
 				c.add(foreignAnomaly(key, r, v, alive))
 			}
 		}
 	}
 	c.stat("keys", int64(len(ix.keys)))
 	c.stat("deleting_releases", deleting)
-	return c.result()
 }
 
 // victim finds the latest hold on the key whose acquire was sent after the
@@ -63,7 +51,7 @@ func (f *foreignRelease) checkIndex(_ context.Context, ix *index) Result {
 // its holder before then, and whose lease may still have been alive at the
 // release. Holds are in start order, so the search walks back from the
 // release and stops at the releaser's own acquire.
-func (f *foreignRelease) victim(ix *index, k *keyIndex, r *history.Operation, since int64) (*hold, int64) {
+func victim(ix *index, k *keyIndex, r *history.Operation, since int64) (*hold, int64) {
 	hs := k.holds
 	i := sort.Search(len(hs), func(i int) bool { return hs[i].start >= r.Call })
 	for i--; i >= 0 && hs[i].start > since; i-- {

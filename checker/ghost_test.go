@@ -19,7 +19,7 @@ func TestGhostSearchAgreesWithExact(t *testing.T) {
 	var ghostly, invalid int
 	for seed := int64(1); seed <= 1000; seed++ {
 		h := genMutex(t, genOptions{clients: 3, ops: 40, ttl: 50, seed: seed, unknown: 0.4, orphan: 0.5, violate: 0.05, overrun: 0.1})
-		l := Linearizable(LinearizableOptions{SegmentOps: 10}).(*linearizable)
+		l := newLinearizable(LinearizableOptions{SegmentOps: 10})
 		ix := newIndex(h)
 		for _, key := range ix.keys {
 			deadline := time.Now().Add(10 * time.Second)

@@ -55,28 +55,22 @@ const DefaultLinearizableTimeout = 30 * time.Second
 // outcome relaxed away, which proves a broken history broken just as
 // quickly; and only if these two disagree, exactly.
 func Linearizable(o LinearizableOptions, opts ...Option) Checker {
+	return newLockChecker("linearizable", opts, newLinearizable(o).judge)
+}
+
+// newLinearizable is the search of Linearizable, o's zero values set to
+// their defaults.
+func newLinearizable(o LinearizableOptions) *linearizable {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultLinearizableTimeout
 	}
 	if o.SegmentOps <= 0 {
 		o.SegmentOps = 500
 	}
-	return &linearizable{o: o, s: newSettings(opts)}
+	return &linearizable{o: o}
 }
 
-type linearizable struct {
-	o LinearizableOptions
-	s settings
-}
-
-func (*linearizable) Name() string { return "linearizable" }
-
-// Start implements Windowed: each window's events are judged afresh.
-func (l *linearizable) Start() Judge { return indexJudge{l} }
-
-func (l *linearizable) Check(ctx context.Context, h *history.History) Result {
-	return l.checkIndex(ctx, newIndex(h))
-}
+type linearizable struct{ o LinearizableOptions }
 
 // keyCheck is one key's search: its model inputs and how it ended.
 type keyCheck struct {
@@ -107,8 +101,7 @@ type keyCheck struct {
 	from   []lockState
 }
 
-func (l *linearizable) checkIndex(ctx context.Context, ix *index) Result {
-	c := newCollector(l.Name(), l.s)
+func (l *linearizable) judge(ctx context.Context, c *collector, ix *index) {
 	// Cancellation stops the model (every step fails, the search unwinds);
 	// the time budget is enforced by porcupine itself, which stops at once.
 	var stop atomic.Bool
@@ -193,7 +186,6 @@ func (l *linearizable) checkIndex(ctx context.Context, ix *index) Result {
 	if len(failed) > 0 {
 		l.explain(c, km, failed, deadline, ix.faults)
 	}
-	return c.result()
 }
 
 // inputs turns a key's lock operations into model inputs. Failed acquires

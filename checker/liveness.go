@@ -35,25 +35,12 @@ type LivenessOptions struct {
 // been alive for a good while during it: an orphaned key, say one a retried
 // SET NX wrote and then reported "not acquired").
 func Liveness(o LivenessOptions, opts ...Option) Checker {
-	return &liveness{o: o, s: newSettings(opts)}
+	return newLockChecker("liveness", opts, (&liveness{o: o}).judge)
 }
 
-type liveness struct {
-	o LivenessOptions
-	s settings
-}
+type liveness struct{ o LivenessOptions }
 
-func (*liveness) Name() string { return "liveness" }
-
-// Start implements Windowed: each window's events are judged afresh.
-func (l *liveness) Start() Judge { return indexJudge{l} }
-
-func (l *liveness) Check(ctx context.Context, h *history.History) Result {
-	return l.checkIndex(ctx, newIndex(h))
-}
-
-func (l *liveness) checkIndex(_ context.Context, ix *index) Result {
-	c := newCollector(l.Name(), l.s)
+func (l *liveness) judge(_ context.Context, c *collector, ix *index) {
 	ttl := int64(l.o.TTL)
 	if ttl <= 0 {
 		ttl = ix.ttl()
@@ -95,7 +82,6 @@ func (l *liveness) checkIndex(_ context.Context, ix *index) Result {
 	c.stat("acquires", acquires)
 	c.stat("failed_acquires", failed)
 	c.stat("ttl_ns", ttl)
-	return c.result()
 }
 
 // stuck finds stretches of at least stuckAfter in which clients were

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/locktorture/locktorture/history"
@@ -17,29 +16,13 @@ import (
 // disputed. The counter starts where the earliest read found it, if that
 // read was called before the first write returned, else at 0.
 func LostUpdate(opts ...Option) Checker {
-	return &lostUpdate{s: newSettings(opts)}
+	return newCarryingChecker("lost-update", opts, func() carrier { return &lostJudge{keys: map[string]*lostKey{}} })
 }
 
-type lostUpdate struct{ s settings }
-
-func (*lostUpdate) Name() string { return "lost-update" }
-
-func (u *lostUpdate) Check(ctx context.Context, h *history.History) Result {
-	return checkWhole(ctx, u, h)
-}
-
-// Start implements Windowed: the counter's writes are judged in the order
-// the counter applied them (Seq), each against the value the write before
-// it stored, which is all a key carries from window to window.
-func (u *lostUpdate) Start() Judge {
-	return &lostJudge{name: u.Name(), s: u.s, keys: map[string]*lostKey{}}
-}
-
-type lostJudge struct {
-	name string
-	s    settings
-	keys map[string]*lostKey
-}
+// lostJudge judges the counter's writes in the order the counter applied
+// them (Seq), each against the value the write before it stored, which is
+// all a key carries from window to window.
+type lostJudge struct{ keys map[string]*lostKey }
 
 // lostKey is what the judge carries of one counter.
 type lostKey struct {
@@ -62,8 +45,7 @@ func (j *lostJudge) key(k string) *lostKey {
 	return x
 }
 
-func (j *lostJudge) Judge(_ context.Context, w *Window) Result {
-	c := newCollector(j.name, j.s)
+func (j *lostJudge) judge(c *collector, w *Window) {
 	keys := int64(len(j.keys))
 	var writes, unordered, reads int64
 	for i := range w.Ops {
@@ -107,7 +89,6 @@ func (j *lostJudge) Judge(_ context.Context, w *Window) Result {
 	c.stat("reads", reads)
 	c.stat("writes", writes)
 	c.stat("writes_without_seq", unordered)
-	return c.result()
 }
 
 // lostAnomaly describes write w, which stored no more than prev, the value

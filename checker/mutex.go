@@ -3,8 +3,6 @@ package checker
 import (
 	"context"
 	"fmt"
-
-	"github.com/locktorture/locktorture/history"
 )
 
 // MutualExclusion returns the checker of the lock's first promise: no two
@@ -13,25 +11,13 @@ import (
 // both leases were in force at some instant of the overlap (the lock failed)
 // or not (a holder outlived its lease).
 func MutualExclusion(opts ...Option) Checker {
-	return &mutualExclusion{s: newSettings(opts)}
+	return newLockChecker("mutual-exclusion", opts, doubleHolders)
 }
 
-type mutualExclusion struct{ s settings }
-
-func (*mutualExclusion) Name() string { return "mutual-exclusion" }
-
-// Start implements Windowed: each window's events are judged afresh.
-func (m *mutualExclusion) Start() Judge { return indexJudge{m} }
-
-func (m *mutualExclusion) Check(ctx context.Context, h *history.History) Result {
-	return m.checkIndex(ctx, newIndex(h))
-}
-
-// checkIndex sweeps each key's holds in start order, keeping the holds still
-// open at the sweep line, so it costs O(holds + overlapping pairs) rather
-// than comparing every pair.
-func (m *mutualExclusion) checkIndex(_ context.Context, ix *index) Result {
-	c := newCollector(m.Name(), m.s)
+// doubleHolders sweeps each key's holds in start order, keeping the holds
+// still open at the sweep line, so it costs O(holds + overlapping pairs)
+// rather than comparing every pair.
+func doubleHolders(_ context.Context, c *collector, ix *index) {
 	var holds, pairs int64
 	for _, key := range ix.keys {
 		var active []*hold
@@ -58,7 +44,6 @@ func (m *mutualExclusion) checkIndex(_ context.Context, ix *index) Result {
 	c.stat("keys", int64(len(ix.keys)))
 	c.stat("holds", holds)
 	c.stat("overlaps", pairs)
-	return c.result()
 }
 
 // doubleHolder describes the overlap of a (which started first) and b.

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -40,11 +39,9 @@ const (
 // have expired, that is when no renewal (acquire, refresh, partial release)
 // that returned before the operation began was still within its TTL.
 // Histories of locks whose tokens carry no depth are not judged.
-func Reentrant(opts ...Option) Checker { return &reentrant{s: newSettings(opts)} }
-
-type reentrant struct{ s settings }
-
-func (*reentrant) Name() string { return "reentrant" }
+func Reentrant(opts ...Option) Checker {
+	return newCarryingChecker("reentrant", opts, func() carrier { return &reentrantJudge{groups: map[ownerKey]*ownerModel{}} })
+}
 
 // ownerKey is one owner's hold of one key.
 type ownerKey struct{ owner, key string }
@@ -69,23 +66,10 @@ func (m *countModel) mayHaveExpired(o *history.Operation) bool {
 	return true
 }
 
-func (r *reentrant) Check(ctx context.Context, h *history.History) Result {
-	return checkWhole(ctx, r, h)
-}
-
-// Start implements Windowed: per owner and key the judge carries the
-// model (the count's range, the renewals that may still keep the key) and
-// the operations it cannot order yet; an owner whose key is surely free is
-// forgotten.
-func (r *reentrant) Start() Judge {
-	return &reentrantJudge{name: r.Name(), s: r.s, groups: map[ownerKey]*ownerModel{}}
-}
-
-type reentrantJudge struct {
-	name   string
-	s      settings
-	groups map[ownerKey]*ownerModel
-}
+// reentrantJudge carries, per owner and key, the model (the count's range,
+// the renewals that may still keep the key) and the operations it cannot
+// order yet; an owner whose key is surely free is forgotten.
+type reentrantJudge struct{ groups map[ownerKey]*ownerModel }
 
 // ownerModel is one owner's hold of one key: its model and the operations
 // waiting to be judged in call order.
@@ -94,8 +78,7 @@ type ownerModel struct {
 	q inOrder
 }
 
-func (j *reentrantJudge) Judge(_ context.Context, w *Window) Result {
-	c := newCollector(j.name, j.s)
+func (j *reentrantJudge) judge(c *collector, w *Window) {
 	ttl := int64(0)
 	if w.Run != nil {
 		ttl = w.Run.TTLMillis * 1e6
@@ -153,7 +136,6 @@ func (j *reentrantJudge) Judge(_ context.Context, w *Window) Result {
 	}
 	c.stat("owners", owners)
 	c.stat("judged", judged)
-	return c.result()
 }
 
 func sortedOwners(m map[ownerKey]*ownerModel) []ownerKey {

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -15,35 +14,20 @@ import (
 // a holder whose lease had run out changed the resource after a newer
 // holder had touched it. Writes the resource refused (fail) are what
 // fencing is for; the result's stats count them.
-func StaleWrite(opts ...Option) Checker { return &staleWrite{s: newSettings(opts)} }
-
-type staleWrite struct{ s settings }
-
-func (*staleWrite) Name() string { return "stale-write" }
-
-func (w *staleWrite) Check(ctx context.Context, h *history.History) Result {
-	return checkWhole(ctx, w, h)
+func StaleWrite(opts ...Option) Checker {
+	return newCarryingChecker("stale-write", opts, func() carrier { return &staleJudge{keys: map[string]*staleKey{}} })
 }
 
-// Start implements Windowed: per key the judge carries the accepted
-// request with the highest token, and the requests it cannot order yet.
-func (w *staleWrite) Start() Judge {
-	return &staleJudge{name: w.Name(), s: w.s, keys: map[string]*staleKey{}}
-}
-
-type staleJudge struct {
-	name string
-	s    settings
-	keys map[string]*staleKey
-}
+// staleJudge carries, per key, the accepted request with the highest
+// token, and the requests it cannot order yet.
+type staleJudge struct{ keys map[string]*staleKey }
 
 type staleKey struct {
 	top *history.Operation // the accepted request with the highest token so far
 	q   inOrder
 }
 
-func (j *staleJudge) Judge(_ context.Context, w *Window) Result {
-	c := newCollector(j.name, j.s)
+func (j *staleJudge) judge(c *collector, w *Window) {
 	for i := range w.Ops {
 		o := &w.Ops[i]
 		if (o.Op == history.Read || o.Op == history.Write) && o.Fence != 0 && o.Seq > 0 && o.Status != history.Unknown {
@@ -80,7 +64,6 @@ func (j *staleJudge) Judge(_ context.Context, w *Window) Result {
 	c.stat("accepted", accepted)
 	c.stat("rejected", rejected)
 	c.stat("stale", stale)
-	return c.result()
 }
 
 func staleAnomaly(key string, w, top *history.Operation) Anomaly {
@@ -101,21 +84,10 @@ func staleAnomaly(key string, w, top *history.Operation) Anomaly {
 // (enqueue's Value) may go on the queue of its key once; each further ok
 // enqueue of it is duplicate work, two schedulers having pulled the same
 // pending tasks at once.
-func DuplicateWork(opts ...Option) Checker { return &duplicateWork{s: newSettings(opts)} }
-
-type duplicateWork struct{ s settings }
-
-func (*duplicateWork) Name() string { return "duplicate-work" }
-
-func (d *duplicateWork) Check(ctx context.Context, h *history.History) Result {
-	return checkWhole(ctx, d, h)
-}
-
-// Start implements Windowed: per key the judge carries the set of tasks
-// queued (compressed: a key's task ids are mostly consecutive), and for a
-// while who queued each first, to name both when one comes again.
-func (d *duplicateWork) Start() Judge {
-	return &dupJudge{name: d.Name(), s: d.s, tasks: map[string]*roaring64.Bitmap{}, first: map[task]*history.Operation{}}
+func DuplicateWork(opts ...Option) Checker {
+	return newCarryingChecker("duplicate-work", opts, func() carrier {
+		return &dupJudge{tasks: map[string]*roaring64.Bitmap{}, first: map[task]*history.Operation{}}
+	})
 }
 
 type task struct {
@@ -123,9 +95,10 @@ type task struct {
 	id  int64
 }
 
+// dupJudge carries, per key, the set of tasks queued (compressed: a key's
+// task ids are mostly consecutive), and for a while who queued each first,
+// to name both when one comes again.
 type dupJudge struct {
-	name  string
-	s     settings
 	tasks map[string]*roaring64.Bitmap
 	// first has the first enqueue of the tasks queued lately, listed in
 	// order in recent: a duplicate comes from a scheduler that pulled the
@@ -138,8 +111,7 @@ type dupJudge struct {
 // recall is how long, in TTLs, the judge keeps who queued a task first.
 const recall = 10
 
-func (d *dupJudge) Judge(_ context.Context, w *Window) Result {
-	c := newCollector(d.name, d.s)
+func (d *dupJudge) judge(c *collector, w *Window) {
 	var enqueued, dups, fresh int64
 	for i := range w.Ops {
 		o := &w.Ops[i]
@@ -171,7 +143,6 @@ func (d *dupJudge) Judge(_ context.Context, w *Window) Result {
 	c.stat("enqueued", enqueued)
 	c.stat("tasks", fresh)
 	c.stat("duplicates", dups)
-	return c.result()
 }
 
 // forget drops who queued first the tasks first queued before t.

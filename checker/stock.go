@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/locktorture/locktorture/history"
@@ -22,27 +21,17 @@ const KindDoubleBuy Kind = "double-buy"
 // A sale idle for closeAfter TTLs is closed: its units and the count sold
 // are kept, its buyers forgotten, so a purchase that comes later still
 // counts against the stock, but is not judged as a double-buy.
-func Oversell(opts ...Option) Checker { return &oversell{s: newSettings(opts)} }
-
-type oversell struct{ s settings }
-
-func (*oversell) Name() string { return "oversell" }
-
-func (s *oversell) Check(ctx context.Context, h *history.History) Result {
-	return checkWhole(ctx, s, h)
-}
-
-// Start implements Windowed.
-func (s *oversell) Start() Judge {
-	return &sellJudge{name: s.Name(), s: s.s, sales: map[string]*sale{}, closed: map[string]closedSale{}}
+func Oversell(opts ...Option) Checker {
+	return newCarryingChecker("oversell", opts, func() carrier {
+		return &sellJudge{sales: map[string]*sale{}, closed: map[string]closedSale{}}
+	})
 }
 
 // closeAfter is how long, in TTLs, a sale stays open without a purchase.
 const closeAfter = 10
 
+// sellJudge carries the open sales and what is kept of the closed ones.
 type sellJudge struct {
-	name   string
-	s      settings
 	sales  map[string]*sale
 	closed map[string]closedSale
 }
@@ -62,8 +51,7 @@ type closedSale struct{ units, sold int64 }
 // sellCount is what one window counted.
 type sellCount struct{ sales, sold, over, doubles, failed, unknown int64 }
 
-func (j *sellJudge) Judge(_ context.Context, w *Window) Result {
-	c := newCollector(j.name, j.s)
+func (j *sellJudge) judge(c *collector, w *Window) {
 	var n sellCount
 	for i := range w.Ops {
 		o := &w.Ops[i]
@@ -96,7 +84,6 @@ func (j *sellJudge) Judge(_ context.Context, w *Window) Result {
 	c.stat("failed_buys", n.failed)
 	c.stat("unknown_buys", n.unknown)
 	c.stat("unstocked_sales", unstocked)
-	return c.result()
 }
 
 func (j *sellJudge) sale(key string) *sale {

@@ -123,10 +123,36 @@ func WholeWindow(h *history.History) *Window {
 		OwnFrom: math.MinInt64, OwnTo: forever, Final: true}
 }
 
-// checkWhole judges h at once with a fresh judge of x.
-func checkWhole(ctx context.Context, x Windowed, h *history.History) Result {
-	return x.Start().Judge(ctx, WholeWindow(h))
+// lockChecker is a checker of the lock's own operations, which reads the
+// index of a history (holds, leases, each key's operations). A Composite
+// builds that index once for all of them and a stream once per window, so
+// each such checker is only its rule; the whole history and every window
+// are judged the same way.
+type lockChecker struct {
+	name string
+	s    settings
+	// rule adds to c what it finds in ix.
+	rule func(ctx context.Context, c *collector, ix *index)
 }
+
+func newLockChecker(name string, opts []Option, rule func(context.Context, *collector, *index)) Checker {
+	return &lockChecker{name: name, s: newSettings(opts), rule: rule}
+}
+
+func (l *lockChecker) Name() string { return l.name }
+
+func (l *lockChecker) Check(ctx context.Context, h *history.History) Result {
+	return l.checkIndex(ctx, newIndex(h))
+}
+
+func (l *lockChecker) checkIndex(ctx context.Context, ix *index) Result {
+	c := newCollector(l.name, l.s)
+	l.rule(ctx, c, ix)
+	return c.result()
+}
+
+// Start implements Windowed: each window's events are judged afresh.
+func (l *lockChecker) Start() Judge { return indexJudge{l} }
 
 // indexJudge judges each window's Events afresh with a lock checker that
 // reads the shared index, and keeps what the window owns.
@@ -134,4 +160,48 @@ type indexJudge struct{ c indexed }
 
 func (j indexJudge) Judge(ctx context.Context, w *Window) Result {
 	return w.Own(j.c.checkIndex(ctx, w.index()))
+}
+
+// carryingChecker is a checker whose judge carries its state from window
+// to window (a counter's last value, the tasks queued so far) and reads
+// each operation once, in Window.Ops. The whole history is one window
+// judged by a fresh carrier, so a streamed check and a whole one run the
+// same code.
+type carryingChecker struct {
+	name string
+	s    settings
+	// start returns the state of one fresh check.
+	start func() carrier
+}
+
+// carrier is the state one carryingChecker keeps through a check.
+type carrier interface {
+	// judge adds to c what it finds in w, given what earlier windows left.
+	judge(c *collector, w *Window)
+}
+
+func newCarryingChecker(name string, opts []Option, start func() carrier) Checker {
+	return &carryingChecker{name: name, s: newSettings(opts), start: start}
+}
+
+func (k *carryingChecker) Name() string { return k.name }
+
+// Check judges h at once with a fresh carrier.
+func (k *carryingChecker) Check(ctx context.Context, h *history.History) Result {
+	return k.Start().Judge(ctx, WholeWindow(h))
+}
+
+// Start implements Windowed.
+func (k *carryingChecker) Start() Judge { return carryJudge{k, k.start()} }
+
+// carryJudge collects one window's Result from a carrier.
+type carryJudge struct {
+	k *carryingChecker
+	c carrier
+}
+
+func (j carryJudge) Judge(_ context.Context, w *Window) Result {
+	c := newCollector(j.k.name, j.k.s)
+	j.c.judge(c, w)
+	return c.result()
 }
