@@ -1,9 +1,11 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -138,18 +140,12 @@ func (j *reentrantJudge) judge(c *collector, w *Window) {
 	c.stat("judged", judged)
 }
 
+// sortedOwners lists m's owners and keys in order, so that anomalies come
+// out the same on every run.
 func sortedOwners(m map[ownerKey]*ownerModel) []ownerKey {
-	keys := make([]ownerKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].owner != keys[j].owner {
-			return keys[i].owner < keys[j].owner
-		}
-		return keys[i].key < keys[j].key
+	return slices.SortedFunc(maps.Keys(m), func(a, b ownerKey) int {
+		return cmp.Or(cmp.Compare(a.owner, b.owner), cmp.Compare(a.key, b.key))
 	})
-	return keys
 }
 
 func opTTL(o *history.Operation, run int64) int64 {
