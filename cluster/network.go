@@ -165,13 +165,11 @@ func (n *Network) Paths(from, to string) []*Path {
 
 // Close removes every proxy this network created and stops an embedded server.
 func (n *Network) Close() error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	if !markClosed(&n.mu, &n.closed) {
 		return nil
 	}
-	n.closed = true
-	names := n.created
+	n.mu.Lock()
+	names := n.created // nothing adds to it once closed
 	n.mu.Unlock()
 	var errs []error
 	if n.api != nil {

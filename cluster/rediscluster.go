@@ -292,30 +292,14 @@ func (c *RedisCluster) Connect(dial DialFunc, tune func(*redis.Options)) ([]redi
 		seeds[i] = f.addr()
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: seeds,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if n := c.nodeByFront(addr); n != nil {
-				addr = n.Addr()
-			}
-			return dial(ctx, network, addr)
-		},
+		Addrs:    seeds,
+		Dialer:   frontDialer(c.local.Nodes, c.fronts, dial),
 		Protocol: o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
 		MaxRetryBackoff: o.MaxRetryBackoff, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, DisableIdentity: o.DisableIdentity,
 		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
 	})
 	return []redis.UniversalClient{cc}, nil
-}
-
-// nodeByFront maps an announced address to its node, nil if it is none.
-func (c *RedisCluster) nodeByFront(addr string) *Node {
-	nodes := c.local.Nodes()
-	for i, f := range c.fronts {
-		if f.addr() == addr && i < len(nodes) {
-			return nodes[i]
-		}
-	}
-	return nil
 }
 
 func (c *RedisCluster) index(n *Node) int {
@@ -396,13 +380,9 @@ func (c *RedisCluster) Observe(record func(history.Event)) {
 // Close implements Topology: it stops the fronts and every node and
 // removes the files.
 func (c *RedisCluster) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !markClosed(&c.mu, &c.closed) {
 		return nil
 	}
-	c.closed = true
-	c.mu.Unlock()
 	for _, cl := range c.ctl {
 		_ = cl.Close()
 	}

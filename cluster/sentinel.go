@@ -265,13 +265,8 @@ func (s *SentinelTopology) Connect(dial DialFunc, tune func(*redis.Options)) ([]
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    SentinelMaster,
 		SentinelAddrs: s.SentinelAddrs(),
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if n := s.nodeByFront(addr); n != nil {
-				addr = n.Addr()
-			}
-			return dial(ctx, network, addr)
-		},
-		Protocol: o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
+		Dialer:        frontDialer(s.local.Nodes, s.fronts, dial),
+		Protocol:      o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
 		MaxRetryBackoff: o.MaxRetryBackoff, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, DisableIdentity: o.DisableIdentity,
 	})
@@ -280,13 +275,7 @@ func (s *SentinelTopology) Connect(dial DialFunc, tune func(*redis.Options)) ([]
 
 // nodeByFront maps an announced address to its node, nil if it is none.
 func (s *SentinelTopology) nodeByFront(addr string) *Node {
-	nodes := s.local.Nodes()
-	for i, f := range s.fronts {
-		if f.addr() == addr && i < len(nodes) {
-			return nodes[i]
-		}
-	}
-	return nil
+	return nodeByFront(s.local.Nodes(), s.fronts, addr)
 }
 
 func (s *SentinelTopology) frontOf(n *Node) *front {
@@ -472,13 +461,9 @@ func (s *SentinelTopology) switched(n *Node) {
 // Close implements Topology: it stops the observers, the Sentinels, the
 // fronts and every node, and removes the files.
 func (s *SentinelTopology) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !markClosed(&s.mu, &s.closed) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 	for _, c := range append(s.nodeCtl, s.sentinelCtl...) {
