@@ -3,14 +3,11 @@ package locks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-func errTTL(name string) error { return fmt.Errorf("lock %s needs a positive ttl", name) }
 
 // compareAndDelete deletes the key only if it still holds our token: the
 // seed's fix for the second confusion, one atomic script instead of GET+DEL.
@@ -52,24 +49,14 @@ return 0`)
 type tokenLock struct{ cfg Config }
 
 func newToken(cfg Config) (Lock, error) {
-	if err := cfg.check("token", 1); err != nil {
+	if err := cfg.checkTTL("token", 1); err != nil {
 		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("token")
 	}
 	return &tokenLock{cfg: cfg}, nil
 }
 
 func (l *tokenLock) Acquire(ctx context.Context, key string) (*Lease, error) {
-	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.cfg, key, lease.Token, l.cfg.TTL)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return lease, nil
+	return acquireNX(ctx, l.cfg, key, "")
 }
 
 func (l *tokenLock) Release(ctx context.Context, lease *Lease) (bool, error) {
@@ -94,11 +81,8 @@ func releaseToken(ctx context.Context, cfg Config, lease *Lease) (bool, error) {
 type tokenValidityLock struct{ cfg Config }
 
 func newTokenValidity(cfg Config) (Lock, error) {
-	if err := cfg.check("token-validity", 1); err != nil {
+	if err := cfg.checkTTL("token-validity", 1); err != nil {
 		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("token-validity")
 	}
 	return &tokenValidityLock{cfg: cfg}, nil
 }
@@ -155,20 +139,14 @@ func (l *tokenValidityLock) Release(ctx context.Context, lease *Lease) (bool, er
 type watchdogLock struct{ cfg Config }
 
 func newWatchdog(cfg Config) (Lock, error) {
-	if err := cfg.check("watchdog", 1); err != nil {
+	if err := cfg.checkTTL("watchdog", 1); err != nil {
 		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("watchdog")
 	}
 	return &watchdogLock{cfg: cfg}, nil
 }
 
 func (l *watchdogLock) Acquire(ctx context.Context, key string) (*Lease, error) {
-	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.cfg, key, lease.Token, l.cfg.TTL)
-	})
+	lease, err := acquireNX(ctx, l.cfg, key, "")
 	if err != nil {
 		return nil, err
 	}

@@ -44,11 +44,8 @@ func replicaAckTimeout(ttl time.Duration) time.Duration {
 }
 
 func newTokenWait(cfg Config) (Lock, error) {
-	if err := cfg.check("token-wait", 1); err != nil {
+	if err := cfg.checkTTL("token-wait", 1); err != nil {
 		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("token-wait")
 	}
 	return &tokenWaitLock{cfg: cfg, wait: replicaAckTimeout(cfg.TTL)}, nil
 }

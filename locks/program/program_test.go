@@ -95,11 +95,14 @@ func (v verdict) check(t *testing.T, res *locktorture.Result) {
 	t.Errorf("no %s classed %s", v.want, v.class)
 }
 
-func runCases(t *testing.T, cases []struct {
+// verdictCase is a run of a lock program and the verdict it must reach.
+type verdictCase struct {
 	name string
 	opts locktorture.Options
 	verdict
-}) {
+}
+
+func runCases(t *testing.T, cases []verdictCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.opts
@@ -128,11 +131,7 @@ func TestReferenceClient(t *testing.T) {
 	overrun.Overrun = 0.2
 	pause := short("exec-token", "pause-client")
 	pause.StopOnAnomaly = true
-	runCases(t, []struct {
-		name string
-		opts locktorture.Options
-		verdict
-	}{
+	runCases(t, []verdictCase{
 		{"fault-free", short("exec-token"), verdict{valid: true}},
 		{"overrun", overrun, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived, absent: checker.KindForeignRelease}},
 		{"pause-client", pause, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived}},
@@ -152,11 +151,7 @@ func TestRedisPy(t *testing.T) {
 	pause.StopOnAnomaly = true
 	extPause := short("redis-py-extend", "pause-client")
 	extPause.StopOnAnomaly = true
-	runCases(t, []struct {
-		name string
-		opts locktorture.Options
-		verdict
-	}{
+	runCases(t, []verdictCase{
 		{"fault-free", short("redis-py"), verdict{valid: true}},
 		{"overrun", overrun, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived, absent: checker.KindForeignRelease}},
 		{"pause-client", pause, verdict{want: checker.KindDoubleHolder}},
