@@ -176,24 +176,17 @@ func (d *Docker) Start(ctx context.Context, spec NodeSpec) (Server, error) {
 		return nil, errors.New("docker backend is closed")
 	}
 	c := &container{d: d, name: spec.Name}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
+	err := onFreePort(func(port int) error {
 		c.port = port
-		if lastErr = c.create(ctx, spec); lastErr == nil {
-			d.mu.Lock()
-			d.servers = append(d.servers, c)
-			d.mu.Unlock()
-			return c, nil
-		}
-		if !isPortTaken(lastErr) {
-			break
-		}
+		return c.create(ctx, spec)
+	}, isPortTaken)
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	d.mu.Lock()
+	d.servers = append(d.servers, c)
+	d.mu.Unlock()
+	return c, nil
 }
 
 func isPortTaken(err error) bool {

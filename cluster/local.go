@@ -232,3 +232,20 @@ func FreePort() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+// onFreePort runs start on a free port and, while taken says its error is
+// that port taken meanwhile (a port FreePort found is free only until
+// someone binds it), again on another, up to five times in all.
+func onFreePort(start func(port int) error, taken func(error) bool) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, perr := FreePort()
+		if perr != nil {
+			return perr
+		}
+		if err = start(port); err == nil || !taken(err) {
+			return err
+		}
+	}
+	return err
+}

@@ -163,6 +163,22 @@ func (n *Network) Paths(from, to string) []*Path {
 	return out
 }
 
+// routeAll makes the path from every node to every other, so that every
+// replication path exists before the first fault, whichever node becomes
+// master later.
+func (n *Network) routeAll(nodes []*Node) error {
+	for _, from := range nodes {
+		for _, to := range nodes {
+			if from != to {
+				if _, err := n.Route(from.Name, to.Addr()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // Close removes every proxy this network created and stops an embedded server.
 func (n *Network) Close() error {
 	if !markClosed(&n.mu, &n.closed) {

@@ -88,22 +88,20 @@ func (p *Processes) Start(ctx context.Context, spec NodeSpec) (Server, error) {
 		p.owners.set(spec.SourceIP, spec.Name)
 	}
 	s := &process{name: spec.Name, dir: dir, bin: p.bin}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
+	err := onFreePort(func(port int) error {
 		s.port = port
-		if lastErr = s.start(ctx, spec); lastErr == nil {
-			return s, nil
+		err := s.start(ctx, spec)
+		if err != nil {
+			s.kill()
 		}
-		s.kill()
-		if !strings.Contains(lastErr.Error(), "in use") && !strings.Contains(lastErr.Error(), "exited at start") {
-			break
-		}
+		return err
+	}, func(err error) bool {
+		return strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "exited at start")
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return s, nil
 }
 
 // process is one redis-server (or Sentinel) child of the harness.

@@ -111,12 +111,9 @@ func StartRedisCluster(ctx context.Context, opts TopologyOptions) (Topology, err
 
 func (c *RedisCluster) start(ctx context.Context) error {
 	n := clusterMasters * (1 + clusterReplicas)
-	for i := 0; i < n; i++ {
-		f, err := newFront(c.local.Backend().HarnessIP(), func(src net.IP) (string, error) { return c.upstream(i, src) })
-		if err != nil {
-			return err
-		}
-		c.fronts = append(c.fronts, f)
+	var err error
+	if c.fronts, err = newFronts(n, c.local.Backend().HarnessIP(), c.upstream); err != nil {
+		return err
 	}
 	for i := 0; i < n; i++ {
 		if err := c.startNode(ctx, i); err != nil {
@@ -124,16 +121,8 @@ func (c *RedisCluster) start(ctx context.Context) error {
 		}
 	}
 	nodes := c.local.Nodes()
-	// Every replication path exists before the first fault, whichever
-	// node becomes master later.
-	for _, from := range nodes {
-		for _, to := range nodes {
-			if from != to {
-				if _, err := c.net.Route(from.Name, to.Addr()); err != nil {
-					return err
-				}
-			}
-		}
+	if err := c.net.routeAll(nodes); err != nil {
+		return err
 	}
 	for i, nd := range nodes {
 		id, err := c.ctl[i].Do(ctx, "CLUSTER", "MYID").Text()

@@ -148,3 +148,18 @@ func nodeByFront(nodes []*Node, fronts []*front, addr string) *Node {
 	}
 	return nil
 }
+
+// newFronts makes n fronts on ip, the ith sending a connection from src to
+// upstream(i, src). It returns the fronts made so far with an error, so
+// that the topology's Close closes them.
+func newFronts(n int, ip string, upstream func(i int, src net.IP) (string, error)) ([]*front, error) {
+	var out []*front
+	for i := 0; i < n; i++ {
+		f, err := newFront(ip, func(src net.IP) (string, error) { return upstream(i, src) })
+		if err != nil {
+			return out, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

@@ -146,12 +146,9 @@ func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) 
 func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 	n := 1 + sentinelReplicas
 	ip := s.local.Backend().HarnessIP()
-	for i := 0; i < n; i++ {
-		f, err := newFront(ip, func(src net.IP) (string, error) { return s.upstream(i, src) })
-		if err != nil {
-			return err
-		}
-		s.fronts = append(s.fronts, f)
+	var err error
+	if s.fronts, err = newFronts(n, ip, s.upstream); err != nil {
+		return err
 	}
 	for i := 0; i < n; i++ {
 		args := []string{
@@ -167,17 +164,9 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 		}
 		s.nodeCtl = append(s.nodeCtl, controlClient(node.Addr()))
 	}
-	// Every replication path exists before the first fault, whichever
-	// node becomes master later.
 	nodes := s.local.Nodes()
-	for _, from := range nodes {
-		for _, to := range nodes {
-			if from != to {
-				if _, err := s.net.Route(from.Name, to.Addr()); err != nil {
-					return err
-				}
-			}
-		}
+	if err := s.net.routeAll(nodes); err != nil {
+		return err
 	}
 	s.master = nodes[0].Name
 	if err := s.Settle(ctx, 20*time.Second); err != nil {

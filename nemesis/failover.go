@@ -25,6 +25,17 @@ func needSentinel(t *Target) (cluster.FailoverTopology, error) {
 	return needTopology[cluster.FailoverTopology](t, "needs a master under Sentinel the harness runs (--topology sentinel, on --backend local or docker)")
 }
 
+// sentinelMaster is where a Sentinel fault starts: the run's Sentinel
+// topology and the master it has now.
+func sentinelMaster(ctx context.Context, t *Target) (cluster.FailoverTopology, *cluster.Node, error) {
+	ft, err := needSentinel(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := ft.Master(ctx)
+	return ft, m, err
+}
+
 // needTopology returns the run's topology as the kind T a fault acts
 // through, or, where it is not one, an error saying what the fault needs.
 func needTopology[T cluster.Topology](t *Target, needs string) (T, error) {
@@ -112,11 +123,7 @@ const (
 )
 
 func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	ft, err := needSentinel(t)
-	if err != nil {
-		return err
-	}
-	old, err := ft.Master(ctx)
+	ft, old, err := sentinelMaster(ctx, t)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,7 @@ func (f *failoverBehind) Available(t *Target) error {
 }
 
 func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	ft, err := needSentinel(t)
-	if err != nil {
-		return err
-	}
-	old, err := ft.Master(ctx)
+	ft, old, err := sentinelMaster(ctx, t)
 	if err != nil {
 		return err
 	}
