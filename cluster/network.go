@@ -179,6 +179,18 @@ func (n *Network) routeAll(nodes []*Node) error {
 	return nil
 }
 
+// pathsTo is every path to node from the others of nodes: the paths
+// routeAll made for its replication.
+func (n *Network) pathsTo(nodes []*Node, node *Node) []*Path {
+	var out []*Path
+	for _, from := range nodes {
+		if from != node {
+			out = append(out, n.Paths(from.Name, node.Addr())...)
+		}
+	}
+	return out
+}
+
 // Close removes every proxy this network created and stops an embedded server.
 func (n *Network) Close() error {
 	if !markClosed(&n.mu, &n.closed) {

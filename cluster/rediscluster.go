@@ -318,13 +318,7 @@ func (c *RedisCluster) NodeID(n *Node) string {
 
 // ReplicationPaths implements ShardedTopology.
 func (c *RedisCluster) ReplicationPaths(node *Node) []*Path {
-	var out []*Path
-	for _, from := range c.local.Nodes() {
-		if from != node {
-			out = append(out, c.net.Paths(from.Name, node.Addr())...)
-		}
-	}
-	return out
+	return c.net.pathsTo(c.local.Nodes(), node)
 }
 
 // ForceFailover implements ShardedTopology. A promotion is recorded as a

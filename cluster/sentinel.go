@@ -351,13 +351,7 @@ func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
 
 // ReplicationPaths implements FailoverTopology.
 func (s *SentinelTopology) ReplicationPaths(node *Node) []*Path {
-	var out []*Path
-	for _, from := range s.local.Nodes() {
-		if from != node {
-			out = append(out, s.net.Paths(from.Name, node.Addr())...)
-		}
-	}
-	return out
+	return s.net.pathsTo(s.local.Nodes(), node)
 }
 
 // ManualFailover implements FailoverTopology.

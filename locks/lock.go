@@ -225,6 +225,17 @@ func (c Config) checkTTL(name string, nodes int) error {
 	return nil
 }
 
+// leased is the Factory of a single-node lock whose keys expire, name:
+// it checks the Config (see checkTTL) before build makes the lock.
+func leased(name string, build func(Config) Lock) Factory {
+	return func(cfg Config) (Lock, error) {
+		if err := cfg.checkTTL(name, 1); err != nil {
+			return nil, err
+		}
+		return build(cfg), nil
+	}
+}
+
 func (c Config) retryDelay() time.Duration { return c.NextRetryDelay() }
 
 // retryDelayAt is RetryDelayAt, for the built-in locks.

@@ -75,12 +75,7 @@ func plainDel(ctx context.Context, cfg Config, lease *Lease) (bool, error) {
 // walks in while the second still works.
 type setPXLock struct{ cfg Config }
 
-func newSetPX(cfg Config) (Lock, error) {
-	if err := cfg.checkTTL("set-px", 1); err != nil {
-		return nil, err
-	}
-	return &setPXLock{cfg: cfg}, nil
-}
+var newSetPX = leased("set-px", func(cfg Config) Lock { return &setPXLock{cfg: cfg} })
 
 func (l *setPXLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	return acquireNX(ctx, l.cfg, key, "1")

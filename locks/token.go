@@ -48,12 +48,7 @@ return 0`)
 // an acquire whose reply arrives after the TTL is taken as a success.
 type tokenLock struct{ cfg Config }
 
-func newToken(cfg Config) (Lock, error) {
-	if err := cfg.checkTTL("token", 1); err != nil {
-		return nil, err
-	}
-	return &tokenLock{cfg: cfg}, nil
-}
+var newToken = leased("token", func(cfg Config) Lock { return &tokenLock{cfg: cfg} })
 
 func (l *tokenLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	return acquireNX(ctx, l.cfg, key, "")
@@ -80,12 +75,7 @@ func releaseToken(ctx context.Context, cfg Config, lease *Lease) (bool, error) {
 // arrived too late, while a pause after acquiring still breaks it.
 type tokenValidityLock struct{ cfg Config }
 
-func newTokenValidity(cfg Config) (Lock, error) {
-	if err := cfg.checkTTL("token-validity", 1); err != nil {
-		return nil, err
-	}
-	return &tokenValidityLock{cfg: cfg}, nil
-}
+var newTokenValidity = leased("token-validity", func(cfg Config) Lock { return &tokenValidityLock{cfg: cfg} })
 
 func (l *tokenValidityLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
@@ -138,12 +128,7 @@ func (l *tokenValidityLock) Release(ctx context.Context, lease *Lease) (bool, er
 // whose work goes on while its key expires.
 type watchdogLock struct{ cfg Config }
 
-func newWatchdog(cfg Config) (Lock, error) {
-	if err := cfg.checkTTL("watchdog", 1); err != nil {
-		return nil, err
-	}
-	return &watchdogLock{cfg: cfg}, nil
-}
+var newWatchdog = leased("watchdog", func(cfg Config) Lock { return &watchdogLock{cfg: cfg} })
 
 func (l *watchdogLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease, err := acquireNX(ctx, l.cfg, key, "")
