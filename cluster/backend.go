@@ -220,3 +220,55 @@ func (n *Node) remove() error {
 	defer cancel()
 	return n.srv.Remove(ctx)
 }
+
+// markClosed sets *closed under mu and reports whether this call did it:
+// a Close that finds it already set has nothing left to release, and the
+// methods that check the flag under mu stop adding to what Close releases.
+func markClosed(mu *sync.Mutex, closed *bool) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if *closed {
+		return false
+	}
+	*closed = true
+	return true
+}
+
+// owners maps a source IP to the node that connects from it, which is how
+// a backend answers Owner: the fronts and the network's proxies use it to
+// tell which node a connection comes from.
+type owners struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// set records name as the owner of ip.
+func (o *owners) set(ip, name string) { o.move("", ip, name) }
+
+// move drops ip's owner where it is still name (an address a restarted
+// container no longer has) and records name as the owner of to, when set,
+// in one step so that Owner never sees the node at neither address.
+func (o *owners) move(ip, to, name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ip != "" && o.m[ip] == name {
+		delete(o.m, ip)
+	}
+	if to != "" {
+		if o.m == nil {
+			o.m = map[string]string{}
+		}
+		o.m[to] = name
+	}
+}
+
+// lookup implements Backend.Owner.
+func (o *owners) lookup(ip net.IP) (string, bool) {
+	if ip == nil {
+		return "", false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n, ok := o.m[ip.String()]
+	return n, ok
+}

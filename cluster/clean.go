@@ -172,21 +172,9 @@ const ProgramEnv = "LOCKTORTURE_HARNESS_PID"
 // killPrograms kills, from /proc, every process marked with ProgramEnv by a
 // harness that is dead (by any harness, with all) and returns their pids.
 func killPrograms(all bool) []string {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for _, kv := range strings.Split(string(b), "\x00") {
+	eachProc("environ", func(pid int, env []string) {
+		for _, kv := range env {
 			v, ok := strings.CutPrefix(kv, ProgramEnv+"=")
 			if !ok {
 				continue
@@ -195,9 +183,9 @@ func killPrograms(all bool) []string {
 			if (all || err != nil || !alive(h)) && h != os.Getpid() && syscall.Kill(pid, syscall.SIGKILL) == nil {
 				out = append(out, strconv.Itoa(pid))
 			}
-			break
+			return
 		}
-	}
+	})
 	return out
 }
 
@@ -241,26 +229,35 @@ func cleanDirs(tmp string, all bool) (Removed, error) {
 // dir (a redis-server's --dir, a Sentinel's config file), from /proc; none
 // where there is no /proc.
 func serversUnder(dir string) []int {
+	var out []int
+	eachProc("cmdline", func(pid int, args []string) {
+		for _, arg := range args {
+			if arg == dir || strings.HasPrefix(arg, dir+string(filepath.Separator)) {
+				out = append(out, pid)
+				return
+			}
+		}
+	})
+	return out
+}
+
+// eachProc calls f with the pid and the NUL-separated fields of
+// /proc/<pid>/<file> (environ, cmdline) of every process but this one whose
+// file can be read; it calls f for none where there is no /proc.
+func eachProc(file string, f func(pid int, fields []string)) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return
 	}
-	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), file))
 		if err != nil {
 			continue
 		}
-		for _, arg := range strings.Split(string(b), "\x00") {
-			if arg == dir || strings.HasPrefix(arg, dir+string(filepath.Separator)) {
-				out = append(out, pid)
-				break
-			}
-		}
+		f(pid, strings.Split(string(b), "\x00"))
 	}
-	return out
 }

@@ -66,8 +66,8 @@ type Docker struct {
 	gateway  string
 	endpoint string
 
+	owners  owners // container IP -> node name
 	mu      sync.Mutex
-	owners  map[string]string // container IP -> node name
 	servers []*container
 	closed  bool
 }
@@ -113,7 +113,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	}
 	run += "-" + hex.EncodeToString(suffix)
 	host, _ := os.Hostname()
-	d := &Docker{client: client, image: image, run: run, endpoint: endpoint, owners: map[string]string{},
+	d := &Docker{client: client, image: image, run: run, endpoint: endpoint,
 		labels: map[string]string{LabelRun: run, LabelStarted: strconv.FormatInt(time.Now().Unix(), 10),
 			LabelPid: strconv.Itoa(os.Getpid()), LabelHost: host}}
 	nw, err := client.CreateNetwork(dc.CreateNetworkOptions{Name: "locktorture-" + run, Driver: "bridge",
@@ -165,15 +165,7 @@ func (d *Docker) Image() string { return d.image }
 func (d *Docker) Run() string { return d.run }
 
 // Owner implements Backend: by the container's address on the network.
-func (d *Docker) Owner(ip net.IP) (string, bool) {
-	if ip == nil {
-		return "", false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n, ok := d.owners[ip.String()]
-	return n, ok
-}
+func (d *Docker) Owner(ip net.IP) (string, bool) { return d.owners.lookup(ip) }
 
 // Start implements Backend.
 func (d *Docker) Start(ctx context.Context, spec NodeSpec) (Server, error) {
@@ -184,24 +176,17 @@ func (d *Docker) Start(ctx context.Context, spec NodeSpec) (Server, error) {
 		return nil, errors.New("docker backend is closed")
 	}
 	c := &container{d: d, name: spec.Name}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
+	err := onFreePort(func(port int) error {
 		c.port = port
-		if lastErr = c.create(ctx, spec); lastErr == nil {
-			d.mu.Lock()
-			d.servers = append(d.servers, c)
-			d.mu.Unlock()
-			return c, nil
-		}
-		if !isPortTaken(lastErr) {
-			break
-		}
+		return c.create(ctx, spec)
+	}, isPortTaken)
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	d.mu.Lock()
+	d.servers = append(d.servers, c)
+	d.mu.Unlock()
+	return c, nil
 }
 
 func isPortTaken(err error) bool {
@@ -211,13 +196,9 @@ func isPortTaken(err error) bool {
 
 // Close removes every container and the network of the run.
 func (d *Docker) Close() error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	if !markClosed(&d.mu, &d.closed) {
 		return nil
 	}
-	d.closed = true
-	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
 	defer cancel()
 	removed, err := removeRun(ctx, d.client, d.run)
@@ -343,14 +324,11 @@ func (c *container) start(ctx context.Context) error {
 	old := c.ip
 	c.ip, c.pid, c.paused = ip, info.State.Pid, false
 	c.mu.Unlock()
-	c.d.mu.Lock()
-	if old != "" && c.d.owners[old] == c.name {
-		delete(c.d.owners, old)
+	to := ip
+	if c.created.Sentinel != "" {
+		to = "" // a Sentinel is no node a connection is told to come from
 	}
-	if ip != "" && c.created.Sentinel == "" {
-		c.d.owners[ip] = c.name
-	}
-	c.d.mu.Unlock()
+	c.d.owners.move(old, to, c.name)
 	if err := waitPing(ctx, c.Addr(), nil, 15*time.Second); err != nil {
 		return fmt.Errorf("start container of %s on %s: %w%s", c.name, c.Addr(), err, c.logTail())
 	}
@@ -370,22 +348,22 @@ func (c *container) logTail() string {
 
 // Pause freezes the container (docker pause).
 func (c *container) Pause(context.Context) error {
-	if err := c.d.client.PauseContainer(c.ident()); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.paused = true
-	c.mu.Unlock()
-	return nil
+	return c.setPaused(c.d.client.PauseContainer, true)
 }
 
 // Resume thaws it (docker unpause).
 func (c *container) Resume(context.Context) error {
-	if err := c.d.client.UnpauseContainer(c.ident()); err != nil {
+	return c.setPaused(c.d.client.UnpauseContainer, false)
+}
+
+// setPaused asks the engine to (un)pause the container with call and, when
+// it did, records paused.
+func (c *container) setPaused(call func(id string) error, paused bool) error {
+	if err := call(c.ident()); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.paused = false
+	c.paused = paused
 	c.mu.Unlock()
 	return nil
 }
@@ -463,11 +441,7 @@ func (c *container) Remove(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	c.d.mu.Lock()
-	if c.d.owners[ip] == c.name {
-		delete(c.d.owners, ip)
-	}
-	c.d.mu.Unlock()
+	c.d.owners.move(ip, "", c.name)
 	err := c.d.client.RemoveContainer(dc.RemoveContainerOptions{ID: id, Force: true, RemoveVolumes: true, Context: ctx})
 	var gone *dc.NoSuchContainer
 	if err != nil && !errors.As(err, &gone) {

@@ -141,26 +141,25 @@ func (l *Local) StartNode(ctx context.Context, name string, args []string) (*Nod
 // StartSpec starts one more redis-server as spec says; its persistence
 // and wrap default to the Options'.
 func (l *Local) StartSpec(ctx context.Context, spec NodeSpec) (*Node, error) {
-	n, err := l.start(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	l.nodes = append(l.nodes, n)
-	l.mu.Unlock()
-	return n, nil
+	return l.startInto(ctx, spec, &l.nodes)
 }
 
 // StartSentinel starts a Redis Sentinel with configuration conf (monitor
 // and timers; the backend adds port, bind, dir and logfile). Sentinels are
 // not among Nodes: faults on nodes do not pick them.
 func (l *Local) StartSentinel(ctx context.Context, name, conf string) (*Node, error) {
-	n, err := l.start(ctx, NodeSpec{Name: name, Sentinel: conf})
+	return l.startInto(ctx, NodeSpec{Name: name, Sentinel: conf}, &l.sentinels)
+}
+
+// startInto starts spec and adds its node to list (l.nodes or l.sentinels,
+// which l.mu guards), so that Close stops it.
+func (l *Local) startInto(ctx context.Context, spec NodeSpec, list *[]*Node) (*Node, error) {
+	n, err := l.start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
-	l.sentinels = append(l.sentinels, n)
+	*list = append(*list, n)
 	l.mu.Unlock()
 	return n, nil
 }
@@ -232,4 +231,21 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// onFreePort runs start on a free port and, while taken says its error is
+// that port taken meanwhile (a port FreePort found is free only until
+// someone binds it), again on another, up to five times in all.
+func onFreePort(start func(port int) error, taken func(error) bool) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, perr := FreePort()
+		if perr != nil {
+			return perr
+		}
+		if err = start(port); err == nil || !taken(err) {
+			return err
+		}
+	}
+	return err
 }

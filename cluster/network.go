@@ -163,15 +163,41 @@ func (n *Network) Paths(from, to string) []*Path {
 	return out
 }
 
+// routeAll makes the path from every node to every other, so that every
+// replication path exists before the first fault, whichever node becomes
+// master later.
+func (n *Network) routeAll(nodes []*Node) error {
+	for _, from := range nodes {
+		for _, to := range nodes {
+			if from != to {
+				if _, err := n.Route(from.Name, to.Addr()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// pathsTo is every path to node from the others of nodes: the paths
+// routeAll made for its replication.
+func (n *Network) pathsTo(nodes []*Node, node *Node) []*Path {
+	var out []*Path
+	for _, from := range nodes {
+		if from != node {
+			out = append(out, n.Paths(from.Name, node.Addr())...)
+		}
+	}
+	return out
+}
+
 // Close removes every proxy this network created and stops an embedded server.
 func (n *Network) Close() error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	if !markClosed(&n.mu, &n.closed) {
 		return nil
 	}
-	n.closed = true
-	names := n.created
+	n.mu.Lock()
+	names := n.created // nothing adds to it once closed
 	n.mu.Unlock()
 	var errs []error
 	if n.api != nil {

@@ -33,8 +33,7 @@ type Processes struct {
 	dir    string
 	ownDir bool
 
-	mu     sync.Mutex
-	owners map[string]string // source IP -> node name
+	owners owners // source IP -> node name
 }
 
 // NewProcesses prepares a local backend from opts (RedisServer, Dir).
@@ -43,7 +42,7 @@ func NewProcesses(opts Options) (*Processes, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Processes{bin: bin, dir: opts.Dir, owners: map[string]string{}}
+	p := &Processes{bin: bin, dir: opts.Dir}
 	if p.dir == "" {
 		d, err := os.MkdirTemp("", TempDirPrefix)
 		if err != nil {
@@ -66,15 +65,7 @@ func (p *Processes) Name() string { return "local" }
 func (p *Processes) HarnessIP() string { return "127.0.0.1" }
 
 // Owner implements Backend: by the bind-source-addr each node was given.
-func (p *Processes) Owner(ip net.IP) (string, bool) {
-	if ip == nil {
-		return "", false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n, ok := p.owners[ip.String()]
-	return n, ok
-}
+func (p *Processes) Owner(ip net.IP) (string, bool) { return p.owners.lookup(ip) }
 
 // Dir is the directory holding every node's files.
 func (p *Processes) Dir() string { return p.dir }
@@ -94,27 +85,23 @@ func (p *Processes) Start(ctx context.Context, spec NodeSpec) (Server, error) {
 		return nil, fmt.Errorf("make dir for %s: %w", spec.Name, err)
 	}
 	if spec.SourceIP != "" {
-		p.mu.Lock()
-		p.owners[spec.SourceIP] = spec.Name
-		p.mu.Unlock()
+		p.owners.set(spec.SourceIP, spec.Name)
 	}
 	s := &process{name: spec.Name, dir: dir, bin: p.bin}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
+	err := onFreePort(func(port int) error {
 		s.port = port
-		if lastErr = s.start(ctx, spec); lastErr == nil {
-			return s, nil
+		err := s.start(ctx, spec)
+		if err != nil {
+			s.kill()
 		}
-		s.kill()
-		if !strings.Contains(lastErr.Error(), "in use") && !strings.Contains(lastErr.Error(), "exited at start") {
-			break
-		}
+		return err
+	}, func(err error) bool {
+		return strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "exited at start")
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return s, nil
 }
 
 // process is one redis-server (or Sentinel) child of the harness.

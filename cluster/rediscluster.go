@@ -111,12 +111,9 @@ func StartRedisCluster(ctx context.Context, opts TopologyOptions) (Topology, err
 
 func (c *RedisCluster) start(ctx context.Context) error {
 	n := clusterMasters * (1 + clusterReplicas)
-	for i := 0; i < n; i++ {
-		f, err := newFront(c.local.Backend().HarnessIP(), func(src net.IP) (string, error) { return c.upstream(i, src) })
-		if err != nil {
-			return err
-		}
-		c.fronts = append(c.fronts, f)
+	var err error
+	if c.fronts, err = newFronts(n, c.local.Backend().HarnessIP(), c.upstream); err != nil {
+		return err
 	}
 	for i := 0; i < n; i++ {
 		if err := c.startNode(ctx, i); err != nil {
@@ -124,16 +121,8 @@ func (c *RedisCluster) start(ctx context.Context) error {
 		}
 	}
 	nodes := c.local.Nodes()
-	// Every replication path exists before the first fault, whichever
-	// node becomes master later.
-	for _, from := range nodes {
-		for _, to := range nodes {
-			if from != to {
-				if _, err := c.net.Route(from.Name, to.Addr()); err != nil {
-					return err
-				}
-			}
-		}
+	if err := c.net.routeAll(nodes); err != nil {
+		return err
 	}
 	for i, nd := range nodes {
 		id, err := c.ctl[i].Do(ctx, "CLUSTER", "MYID").Text()
@@ -292,30 +281,14 @@ func (c *RedisCluster) Connect(dial DialFunc, tune func(*redis.Options)) ([]redi
 		seeds[i] = f.addr()
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: seeds,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if n := c.nodeByFront(addr); n != nil {
-				addr = n.Addr()
-			}
-			return dial(ctx, network, addr)
-		},
+		Addrs:    seeds,
+		Dialer:   frontDialer(c.local.Nodes, c.fronts, dial),
 		Protocol: o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
 		MaxRetryBackoff: o.MaxRetryBackoff, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, DisableIdentity: o.DisableIdentity,
 		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
 	})
 	return []redis.UniversalClient{cc}, nil
-}
-
-// nodeByFront maps an announced address to its node, nil if it is none.
-func (c *RedisCluster) nodeByFront(addr string) *Node {
-	nodes := c.local.Nodes()
-	for i, f := range c.fronts {
-		if f.addr() == addr && i < len(nodes) {
-			return nodes[i]
-		}
-	}
-	return nil
 }
 
 func (c *RedisCluster) index(n *Node) int {
@@ -345,13 +318,7 @@ func (c *RedisCluster) NodeID(n *Node) string {
 
 // ReplicationPaths implements ShardedTopology.
 func (c *RedisCluster) ReplicationPaths(node *Node) []*Path {
-	var out []*Path
-	for _, from := range c.local.Nodes() {
-		if from != node {
-			out = append(out, c.net.Paths(from.Name, node.Addr())...)
-		}
-	}
-	return out
+	return c.net.pathsTo(c.local.Nodes(), node)
 }
 
 // ForceFailover implements ShardedTopology. A promotion is recorded as a
@@ -396,13 +363,9 @@ func (c *RedisCluster) Observe(record func(history.Event)) {
 // Close implements Topology: it stops the fronts and every node and
 // removes the files.
 func (c *RedisCluster) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !markClosed(&c.mu, &c.closed) {
 		return nil
 	}
-	c.closed = true
-	c.mu.Unlock()
 	for _, cl := range c.ctl {
 		_ = cl.Close()
 	}

@@ -232,7 +232,12 @@ func (c *RedisCluster) settleOnce(ctx context.Context) error {
 
 // replication returns a node's INFO replication fields.
 func (c *RedisCluster) replication(ctx context.Context, n *Node) (map[string]string, error) {
-	cl := c.Control(n)
+	return replication(ctx, c.Control(n), n)
+}
+
+// replication returns the INFO replication fields of n, asked through its
+// control client cl (nil when the topology has none for n).
+func replication(ctx context.Context, cl *redis.Client, n *Node) (map[string]string, error) {
 	if cl == nil {
 		return nil, fmt.Errorf("no control client for %s", n.Name)
 	}

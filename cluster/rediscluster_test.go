@@ -10,37 +10,22 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/testredis"
 )
 
 // startRedisCluster brings the cluster topology up with its network and
 // stops both at cleanup, then checks that none of its servers is left.
 func startRedisCluster(t *testing.T) (*cluster.RedisCluster, *cluster.Network) {
 	t.Helper()
-	needSentinel(t) // redis-server and pgrep
-	ctx := context.Background()
-	netw, err := cluster.StartNetwork(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { netw.Close() })
-	topo, err := cluster.StartTopology(ctx, "cluster", cluster.TopologyOptions{Network: netw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := topo.(*cluster.RedisCluster)
-	var pids []int
-	for _, n := range c.Nodes() {
-		pids = append(pids, n.Pid())
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("close: %v", err)
+	testredis.Need(t) // redis-server; pgrep checks what is left
+	topo, netw := startChecked(t, "cluster", func(topo cluster.Topology) []int {
+		var pids []int
+		for _, n := range topo.Nodes() {
+			pids = append(pids, n.Pid())
 		}
-		if left := alive(t, pids); len(left) > 0 {
-			t.Errorf("processes left after Close: %v", left)
-		}
+		return pids
 	})
-	return c, netw
+	return topo.(*cluster.RedisCluster), netw
 }
 
 // TestRedisCluster starts three masters with a replica each and checks what

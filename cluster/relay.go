@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -122,4 +123,43 @@ func frontRoute(local *Local, netw *Network, i int, src net.IP) (string, error) 
 		return p.Listen, nil
 	}
 	return nodes[i].Addr(), nil
+}
+
+// frontDialer is the dialer of a client of a topology whose nodes announce
+// fronts (CLUSTER SLOTS, Sentinel): it dials a front's node by its own
+// address through dial, so that the harness's connections take the
+// network's path to that node rather than the relay, which is there for
+// the nodes. nodes and fronts are in the same order.
+func frontDialer(nodes func() []*Node, fronts []*front, dial DialFunc) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if n := nodeByFront(nodes(), fronts, addr); n != nil {
+			addr = n.Addr()
+		}
+		return dial(ctx, network, addr)
+	}
+}
+
+// nodeByFront maps an announced address to its node, nil if it is none.
+func nodeByFront(nodes []*Node, fronts []*front, addr string) *Node {
+	for i, f := range fronts {
+		if f.addr() == addr && i < len(nodes) {
+			return nodes[i]
+		}
+	}
+	return nil
+}
+
+// newFronts makes n fronts on ip, the ith sending a connection from src to
+// upstream(i, src). It returns the fronts made so far with an error, so
+// that the topology's Close closes them.
+func newFronts(n int, ip string, upstream func(i int, src net.IP) (string, error)) ([]*front, error) {
+	var out []*front
+	for i := 0; i < n; i++ {
+		f, err := newFront(ip, func(src net.IP) (string, error) { return upstream(i, src) })
+		if err != nil {
+			return out, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -146,12 +146,9 @@ func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) 
 func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 	n := 1 + sentinelReplicas
 	ip := s.local.Backend().HarnessIP()
-	for i := 0; i < n; i++ {
-		f, err := newFront(ip, func(src net.IP) (string, error) { return s.upstream(i, src) })
-		if err != nil {
-			return err
-		}
-		s.fronts = append(s.fronts, f)
+	var err error
+	if s.fronts, err = newFronts(n, ip, s.upstream); err != nil {
+		return err
 	}
 	for i := 0; i < n; i++ {
 		args := []string{
@@ -167,17 +164,9 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 		}
 		s.nodeCtl = append(s.nodeCtl, controlClient(node.Addr()))
 	}
-	// Every replication path exists before the first fault, whichever
-	// node becomes master later.
 	nodes := s.local.Nodes()
-	for _, from := range nodes {
-		for _, to := range nodes {
-			if from != to {
-				if _, err := s.net.Route(from.Name, to.Addr()); err != nil {
-					return err
-				}
-			}
-		}
+	if err := s.net.routeAll(nodes); err != nil {
+		return err
 	}
 	s.master = nodes[0].Name
 	if err := s.Settle(ctx, 20*time.Second); err != nil {
@@ -265,13 +254,8 @@ func (s *SentinelTopology) Connect(dial DialFunc, tune func(*redis.Options)) ([]
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    SentinelMaster,
 		SentinelAddrs: s.SentinelAddrs(),
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if n := s.nodeByFront(addr); n != nil {
-				addr = n.Addr()
-			}
-			return dial(ctx, network, addr)
-		},
-		Protocol: o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
+		Dialer:        frontDialer(s.local.Nodes, s.fronts, dial),
+		Protocol:      o.Protocol, MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff,
 		MaxRetryBackoff: o.MaxRetryBackoff, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize, DisableIdentity: o.DisableIdentity,
 	})
@@ -280,13 +264,7 @@ func (s *SentinelTopology) Connect(dial DialFunc, tune func(*redis.Options)) ([]
 
 // nodeByFront maps an announced address to its node, nil if it is none.
 func (s *SentinelTopology) nodeByFront(addr string) *Node {
-	nodes := s.local.Nodes()
-	for i, f := range s.fronts {
-		if f.addr() == addr && i < len(nodes) {
-			return nodes[i]
-		}
-	}
-	return nil
+	return nodeByFront(s.local.Nodes(), s.fronts, addr)
 }
 
 func (s *SentinelTopology) frontOf(n *Node) *front {
@@ -373,13 +351,7 @@ func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
 
 // ReplicationPaths implements FailoverTopology.
 func (s *SentinelTopology) ReplicationPaths(node *Node) []*Path {
-	var out []*Path
-	for _, from := range s.local.Nodes() {
-		if from != node {
-			out = append(out, s.net.Paths(from.Name, node.Addr())...)
-		}
-	}
-	return out
+	return s.net.pathsTo(s.local.Nodes(), node)
 }
 
 // ManualFailover implements FailoverTopology.
@@ -472,13 +444,9 @@ func (s *SentinelTopology) switched(n *Node) {
 // Close implements Topology: it stops the observers, the Sentinels, the
 // fronts and every node, and removes the files.
 func (s *SentinelTopology) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !markClosed(&s.mu, &s.closed) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 	for _, c := range append(s.nodeCtl, s.sentinelCtl...) {

@@ -1,32 +1,17 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 // Settle implements FailoverTopology.
 func (s *SentinelTopology) Settle(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := s.settleOnce(ctx)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topology not settled after %v: %w", timeout, err)
-		}
-		if !sleep.For(ctx, 100*time.Millisecond) {
-			return ctx.Err()
-		}
-	}
+	return poll(ctx, timeout, "topology not settled", func() error { return s.settleOnce(ctx) })
 }
 
 func (s *SentinelTopology) settleOnce(ctx context.Context) error {
@@ -121,40 +106,13 @@ func (s *SentinelTopology) role(ctx context.Context, n *Node) (string, error) {
 
 // replication returns a node's INFO replication fields.
 func (s *SentinelTopology) replication(ctx context.Context, n *Node) (map[string]string, error) {
-	c := s.control(n)
-	if c == nil {
-		return nil, fmt.Errorf("no control client for %s", n.Name)
-	}
-	txt, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return nil, fmt.Errorf("INFO replication of %s: %w", n.Name, err)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(txt))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
-			out[k] = v
-		}
-	}
-	return out, nil
+	return replication(ctx, s.control(n), n)
 }
 
 // waitSentinels waits until every Sentinel knows both replicas and the
 // other Sentinels, so that a failover can be authorised.
 func (s *SentinelTopology) waitSentinels(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := s.sentinelsReady(ctx)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sentinels not ready after %v: %w", timeout, err)
-		}
-		if !sleep.For(ctx, 100*time.Millisecond) {
-			return ctx.Err()
-		}
-	}
+	return poll(ctx, timeout, "sentinels not ready", func() error { return s.sentinelsReady(ctx) })
 }
 
 func (s *SentinelTopology) sentinelsReady(ctx context.Context) error {

@@ -14,44 +14,44 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/testredis"
 	"github.com/redis/go-redis/v9"
 )
-
-func needSentinel(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
-}
 
 // startSentinel brings the topology up with its network and stops both at
 // cleanup, then checks with pgrep that none of its processes is left.
 func startSentinel(t *testing.T) (*cluster.SentinelTopology, *cluster.Network) {
 	t.Helper()
-	ctx := context.Background()
-	netw, err := cluster.StartNetwork(ctx, "")
+	topo, netw := startChecked(t, "sentinel", func(topo cluster.Topology) []int {
+		pids := topo.(*cluster.SentinelTopology).Pids()
+		if len(pids) != 6 {
+			t.Fatalf("want 3 redis-servers and 3 sentinels running, got pids %v", pids)
+		}
+		return pids
+	})
+	return topo.(*cluster.SentinelTopology), netw
+}
+
+// startChecked brings the built-in topology name up on a network of its own
+// and stops both at cleanup, then checks with pgrep that none of the
+// processes pids lists (once the topology is up) is left.
+func startChecked(t *testing.T, name string, pids func(cluster.Topology) []int) (cluster.Topology, *cluster.Network) {
+	t.Helper()
+	netw := testredis.Network(t)
+	topo, err := cluster.StartTopology(context.Background(), name, cluster.TopologyOptions{Network: netw})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { netw.Close() })
-	topo, err := cluster.StartTopology(ctx, "sentinel", cluster.TopologyOptions{Network: netw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := topo.(*cluster.SentinelTopology)
-	pids := s.Pids()
-	if len(pids) != 6 {
-		t.Fatalf("want 3 redis-servers and 3 sentinels running, got pids %v", pids)
-	}
+	started := pids(topo)
 	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
+		if err := topo.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		if left := alive(t, pids); len(left) > 0 {
+		if left := alive(t, started); len(left) > 0 {
 			t.Errorf("processes left after Close: %v", left)
 		}
 	})
-	return s, netw
+	return topo, netw
 }
 
 // alive returns those of pids that pgrep still finds among this process's
@@ -117,7 +117,7 @@ func waitKey(c *redis.Client, key string, d time.Duration) bool {
 // the master dies and the switch is observed; clients follow the new master
 // through their own dialer; the old master rejoins as a replica.
 func TestSentinelTopology(t *testing.T) {
-	needSentinel(t)
+	testredis.Need(t)
 	ctx := context.Background()
 	s, _ := startSentinel(t)
 	var mu sync.Mutex

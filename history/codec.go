@@ -211,30 +211,22 @@ func (p *lineParser) smallInt(dst *int) bool {
 // interned returns a string for s, sharing the constant for the names a
 // history is made of, so that millions of events do not each hold a copy.
 func interned(s []byte) string {
-	switch string(s) {
-	case "invoke":
-		return string(Invoke)
-	case "ok":
-		return string(OK)
-	case "fail":
-		return string(Fail)
-	case "unknown":
-		return string(Unknown)
-	case "info":
-		return string(Info)
-	case "acquire":
-		return string(Acquire)
-	case "release":
-		return string(Release)
-	case "refresh":
-		return string(Refresh)
-	case "read":
-		return string(Read)
-	case "write":
-		return string(Write)
+	if n, ok := internedNames[string(s)]; ok {
+		return n
 	}
 	return string(s)
 }
+
+// internedNames are the event types and the lock operations, each its own
+// key and value.
+var internedNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{string(Invoke), string(OK), string(Fail), string(Unknown), string(Info),
+		string(Acquire), string(Release), string(Refresh), string(Read), string(Write)} {
+		m[n] = n
+	}
+	return m
+}()
 
 // field reads the value of the named field into e. Only the exact names the
 // recorder writes are known here; json.Unmarshal also matches other

@@ -213,6 +213,29 @@ func (c Config) check(name string, nodes int) error {
 	return nil
 }
 
+// checkTTL is check for a lock whose keys expire: it also needs a positive
+// TTL, where check allows none.
+func (c Config) checkTTL(name string, nodes int) error {
+	if err := c.check(name, nodes); err != nil {
+		return err
+	}
+	if c.TTL <= 0 {
+		return fmt.Errorf("lock %s needs a positive ttl", name)
+	}
+	return nil
+}
+
+// leased is the Factory of a single-node lock whose keys expire, name:
+// it checks the Config (see checkTTL) before build makes the lock.
+func leased(name string, build func(Config) Lock) Factory {
+	return func(cfg Config) (Lock, error) {
+		if err := cfg.checkTTL(name, 1); err != nil {
+			return nil, err
+		}
+		return build(cfg), nil
+	}
+}
+
 func (c Config) retryDelay() time.Duration { return c.NextRetryDelay() }
 
 // retryDelayAt is RetryDelayAt, for the built-in locks.
@@ -284,11 +307,19 @@ func pause(ctx context.Context, d time.Duration) error {
 // retry runs attempt until it acquires, fails, or cfg.Wait runs out: the
 // seed's "lock wait" step (优化一：锁等待), shared by every single-node lock.
 func retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool, error)) error {
+	return retryPaced(ctx, cfg, attempt, func(n int, _ time.Duration) time.Duration { return cfg.retryDelayAt(n) })
+}
+
+// retryPaced runs attempt until it acquires, fails, or cfg.Wait runs out,
+// sleeping delay(n, took) after the nth attempt, which took took, and
+// giving up where that sleep would end past the wait.
+func retryPaced(ctx context.Context, cfg Config, attempt func(context.Context) (bool, error), delay func(n int, took time.Duration) time.Duration) error {
 	deadline := time.Now().Add(cfg.Wait)
 	for n := 1; ; n++ {
 		if err := cfg.Hooks.step(ctx, "attempt"); err != nil {
 			return err
 		}
+		start := time.Now()
 		ok, err := attempt(ctx)
 		if err != nil {
 			return err
@@ -296,12 +327,13 @@ func retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool,
 		if ok {
 			return nil
 		}
-		d := cfg.retryDelayAt(n)
+		d := delay(n, time.Since(start))
 		if time.Now().Add(d).After(deadline) {
 			return ErrNotAcquired
 		}
 		if err := pause(ctx, d); err != nil {
-			// No command is in flight between attempts: a definite failure.
+			// No command is in flight between attempts (a Redlock
+			// attempt undoes its votes): a definite failure.
 			return fmt.Errorf("%w: %v", ErrNotAcquired, err)
 		}
 	}

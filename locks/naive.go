@@ -75,29 +75,32 @@ func plainDel(ctx context.Context, cfg Config, lease *Lease) (bool, error) {
 // walks in while the second still works.
 type setPXLock struct{ cfg Config }
 
-func newSetPX(cfg Config) (Lock, error) {
-	if err := cfg.check("set-px", 1); err != nil {
-		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("set-px")
-	}
-	return &setPXLock{cfg: cfg}, nil
-}
+var newSetPX = leased("set-px", func(cfg Config) Lock { return &setPXLock{cfg: cfg} })
 
 func (l *setPXLock) Acquire(ctx context.Context, key string) (*Lease, error) {
-	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.cfg, key, "1", l.cfg.TTL)
+	return acquireNX(ctx, l.cfg, key, "1")
+}
+
+func (l *setPXLock) Release(ctx context.Context, lease *Lease) (bool, error) {
+	return plainDel(ctx, l.cfg, lease)
+}
+
+// acquireNX returns a new lease of key once SET key value NX PX ttl has
+// succeeded, retried as cfg says. value is what the key holds: the lease's
+// token where it is "", else value as it is (set-px's "1", which says
+// nothing about who set the key).
+func acquireNX(ctx context.Context, cfg Config, key, value string) (*Lease, error) {
+	lease := &Lease{Key: key, Token: cfg.NewToken(), TTL: cfg.TTL}
+	if value == "" {
+		value = lease.Token
+	}
+	err := retry(ctx, cfg, func(ctx context.Context) (bool, error) {
+		return setNXPX(ctx, cfg, key, value, cfg.TTL)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return lease, nil
-}
-
-func (l *setPXLock) Release(ctx context.Context, lease *Lease) (bool, error) {
-	return plainDel(ctx, l.cfg, lease)
 }
 
 // setNXPX is SET key value NX PX ttl: true if this call set the key.

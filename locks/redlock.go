@@ -76,11 +76,8 @@ func newRedlock(watchdog bool) Factory {
 		name = "redlock-watchdog"
 	}
 	return func(cfg Config) (Lock, error) {
-		if err := cfg.check(name, RedlockNodes); err != nil {
+		if err := cfg.checkTTL(name, RedlockNodes); err != nil {
 			return nil, err
-		}
-		if cfg.TTL <= 0 {
-			return nil, errTTL(name)
 		}
 		per := cfg.TTL / redlockNodeTimeoutShare
 		per = min(max(per, redlockNodeTimeoutMin), redlockNodeTimeoutMax)
@@ -283,29 +280,9 @@ func (l *redlockLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 // steady pace, not the single-node locks' backoff: a retry that splits the
 // votes again costs every node a write and an undo.
 func (l *redlockLock) retry(ctx context.Context, attempt func(context.Context) (bool, error)) error {
-	deadline := time.Now().Add(l.cfg.Wait)
-	for {
-		if err := l.cfg.Hooks.step(ctx, "attempt"); err != nil {
-			return err
-		}
-		start := time.Now()
-		ok, err := attempt(ctx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		took := time.Since(start)
-		d := l.cfg.retryDelay() + time.Duration(l.cfg.Rand.Int63n(2*int64(took)+1))
-		if time.Now().Add(d).After(deadline) {
-			return ErrNotAcquired
-		}
-		if err := pause(ctx, d); err != nil {
-			// Every attempt was undone: a definite failure.
-			return fmt.Errorf("%w: %v", ErrNotAcquired, err)
-		}
-	}
+	return retryPaced(ctx, l.cfg, attempt, func(_ int, took time.Duration) time.Duration {
+		return l.cfg.retryDelay() + time.Duration(l.cfg.Rand.Int63n(2*int64(took)+1))
+	})
 }
 
 // startWatchdog extends the lease on every node every TTL/3. An extension

@@ -161,11 +161,8 @@ func newReentrant(cfg Config) (Lock, error) { return buildReentrant(cfg, "reentr
 func newReentrantBLPOP(cfg Config) (Lock, error) { return buildReentrant(cfg, "reentrant-blpop", true) }
 
 func buildReentrant(cfg Config, name string, blpop bool) (Lock, error) {
-	if err := cfg.check(name, 1); err != nil {
+	if err := cfg.checkTTL(name, 1); err != nil {
 		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL(name)
 	}
 	s := rlockScripts
 	if blpop {

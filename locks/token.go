@@ -3,14 +3,11 @@ package locks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-func errTTL(name string) error { return fmt.Errorf("lock %s needs a positive ttl", name) }
 
 // compareAndDelete deletes the key only if it still holds our token: the
 // seed's fix for the second confusion, one atomic script instead of GET+DEL.
@@ -51,25 +48,10 @@ return 0`)
 // an acquire whose reply arrives after the TTL is taken as a success.
 type tokenLock struct{ cfg Config }
 
-func newToken(cfg Config) (Lock, error) {
-	if err := cfg.check("token", 1); err != nil {
-		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("token")
-	}
-	return &tokenLock{cfg: cfg}, nil
-}
+var newToken = leased("token", func(cfg Config) Lock { return &tokenLock{cfg: cfg} })
 
 func (l *tokenLock) Acquire(ctx context.Context, key string) (*Lease, error) {
-	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.cfg, key, lease.Token, l.cfg.TTL)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return lease, nil
+	return acquireNX(ctx, l.cfg, key, "")
 }
 
 func (l *tokenLock) Release(ctx context.Context, lease *Lease) (bool, error) {
@@ -93,15 +75,7 @@ func releaseToken(ctx context.Context, cfg Config, lease *Lease) (bool, error) {
 // arrived too late, while a pause after acquiring still breaks it.
 type tokenValidityLock struct{ cfg Config }
 
-func newTokenValidity(cfg Config) (Lock, error) {
-	if err := cfg.check("token-validity", 1); err != nil {
-		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("token-validity")
-	}
-	return &tokenValidityLock{cfg: cfg}, nil
-}
+var newTokenValidity = leased("token-validity", func(cfg Config) Lock { return &tokenValidityLock{cfg: cfg} })
 
 func (l *tokenValidityLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
@@ -154,21 +128,10 @@ func (l *tokenValidityLock) Release(ctx context.Context, lease *Lease) (bool, er
 // whose work goes on while its key expires.
 type watchdogLock struct{ cfg Config }
 
-func newWatchdog(cfg Config) (Lock, error) {
-	if err := cfg.check("watchdog", 1); err != nil {
-		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("watchdog")
-	}
-	return &watchdogLock{cfg: cfg}, nil
-}
+var newWatchdog = leased("watchdog", func(cfg Config) Lock { return &watchdogLock{cfg: cfg} })
 
 func (l *watchdogLock) Acquire(ctx context.Context, key string) (*Lease, error) {
-	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	err := retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.cfg, key, lease.Token, l.cfg.TTL)
-	})
+	lease, err := acquireNX(ctx, l.cfg, key, "")
 	if err != nil {
 		return nil, err
 	}

@@ -43,15 +43,7 @@ func replicaAckTimeout(ttl time.Duration) time.Duration {
 	return max(min(ttl/10, 100*time.Millisecond), time.Millisecond)
 }
 
-func newTokenWait(cfg Config) (Lock, error) {
-	if err := cfg.check("token-wait", 1); err != nil {
-		return nil, err
-	}
-	if cfg.TTL <= 0 {
-		return nil, errTTL("token-wait")
-	}
-	return &tokenWaitLock{cfg: cfg, wait: replicaAckTimeout(cfg.TTL)}, nil
-}
+var newTokenWait = leased("token-wait", func(cfg Config) Lock { return &tokenWaitLock{cfg: cfg, wait: replicaAckTimeout(cfg.TTL)} })
 
 func (l *tokenWaitLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	lease := &Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}

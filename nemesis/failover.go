@@ -22,11 +22,28 @@ const (
 )
 
 func needSentinel(t *Target) (cluster.FailoverTopology, error) {
-	ft, ok := t.Topology.(cluster.FailoverTopology)
-	if !ok {
-		return nil, errors.New("needs a master under Sentinel the harness runs (--topology sentinel, on --backend local or docker)")
+	return needTopology[cluster.FailoverTopology](t, "needs a master under Sentinel the harness runs (--topology sentinel, on --backend local or docker)")
+}
+
+// sentinelMaster is where a Sentinel fault starts: the run's Sentinel
+// topology and the master it has now.
+func sentinelMaster(ctx context.Context, t *Target) (cluster.FailoverTopology, *cluster.Node, error) {
+	ft, err := needSentinel(t)
+	if err != nil {
+		return nil, nil, err
 	}
-	return ft, nil
+	m, err := ft.Master(ctx)
+	return ft, m, err
+}
+
+// needTopology returns the run's topology as the kind T a fault acts
+// through, or, where it is not one, an error saying what the fault needs.
+func needTopology[T cluster.Topology](t *Target, needs string) (T, error) {
+	tt, ok := t.Topology.(T)
+	if !ok {
+		return tt, errors.New(needs)
+	}
+	return tt, nil
 }
 
 // failover makes Sentinel replace the master. Replication is asynchronous:
@@ -106,11 +123,7 @@ const (
 )
 
 func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	ft, err := needSentinel(t)
-	if err != nil {
-		return err
-	}
-	old, err := ft.Master(ctx)
+	ft, old, err := sentinelMaster(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -281,16 +294,19 @@ func (f *failover) Heal(ctx context.Context, t *Target) error {
 		}
 	}
 	f.paused = false
-	if f.toxics != nil {
-		if err := f.toxics.Heal(ctx, t); err != nil {
-			errs = append(errs, err)
-		}
-		f.toxics = nil
+	errs = append(errs, healCut(ctx, t, &f.toxics), ft.Settle(ctx, settleTimeout))
+	return errors.Join(errs...) // drops the nils
+}
+
+// healCut removes the cut *cut, if any, and forgets it, so that a second
+// Heal has nothing left to remove.
+func healCut(ctx context.Context, t *Target, cut **toxicFault) error {
+	if *cut == nil {
+		return nil
 	}
-	if err := ft.Settle(ctx, settleTimeout); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	err := (*cut).Heal(ctx, t)
+	*cut = nil
+	return err
 }
 
 // replicationDelay slows the replication stream from the master to every

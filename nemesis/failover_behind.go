@@ -56,11 +56,7 @@ func (f *failoverBehind) Available(t *Target) error {
 }
 
 func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	ft, err := needSentinel(t)
-	if err != nil {
-		return err
-	}
-	old, err := ft.Master(ctx)
+	ft, old, err := sentinelMaster(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -138,15 +134,7 @@ func (f *failoverBehind) Heal(ctx context.Context, t *Target) error {
 		}
 		f.old = nil
 	}
-	if f.cut != nil {
-		if err := f.cut.Heal(ctx, t); err != nil {
-			errs = append(errs, err)
-		}
-		f.cut = nil
-	}
-	if err := ft.Settle(ctx, settleTimeout); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, healCut(ctx, t, &f.cut), ft.Settle(ctx, settleTimeout))
 	if f.ahead != nil {
 		if _, err := ft.SetPriority(ctx, f.ahead, f.priority, priorityTimeout); err != nil {
 			errs = append(errs, err)

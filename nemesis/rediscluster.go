@@ -22,11 +22,7 @@ const (
 )
 
 func needCluster(t *Target) (cluster.ShardedTopology, error) {
-	st, ok := t.Topology.(cluster.ShardedTopology)
-	if !ok {
-		return nil, errors.New("needs a Redis Cluster (--topology cluster)")
-	}
-	return st, nil
+	return needTopology[cluster.ShardedTopology](t, "needs a Redis Cluster (--topology cluster)")
 }
 
 // aimWait bounds how long a cluster fault waits for the lock traffic it
@@ -54,10 +50,22 @@ func liveKeys(ctx context.Context, c *redis.Client, left time.Duration) ([]strin
 	return out, nil
 }
 
-// aim waits until some master holds a live lock and picks one such master
-// (seeded among them) and one of its live keys: a fault that hits a master
-// holding nobody's lock shows nothing.
-func aim(ctx context.Context, st cluster.ShardedTopology, rng *rand.Rand, ttl time.Duration) (cluster.Shard, string, error) {
+// aim is where a Redis Cluster fault strikes: a master holding a live lock
+// and one of its live keys (see liveShard), with the run's cluster, which
+// the fault then acts on.
+func aim(ctx context.Context, t *Target, rng *rand.Rand) (cluster.ShardedTopology, cluster.Shard, string, error) {
+	st, err := needCluster(t)
+	if err != nil {
+		return nil, cluster.Shard{}, "", err
+	}
+	sh, key, err := liveShard(ctx, st, rng, t.TTL)
+	return st, sh, key, err
+}
+
+// liveShard waits until some master holds a live lock and picks one such
+// master (seeded among them) and one of its live keys: a fault that hits a
+// master holding nobody's lock shows nothing.
+func liveShard(ctx context.Context, st cluster.ShardedTopology, rng *rand.Rand, ttl time.Duration) (cluster.Shard, string, error) {
 	deadline := time.Now().Add(aimWait(ttl))
 	for {
 		shards, err := st.Shards(ctx)
@@ -119,11 +127,7 @@ func (f *clusterFailoverLossy) Available(t *Target) error {
 }
 
 func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	st, err := needCluster(t)
-	if err != nil {
-		return err
-	}
-	sh, held, err := aim(ctx, st, rng, t.TTL)
+	st, sh, held, err := aim(ctx, t, rng)
 	if err != nil {
 		return err
 	}
@@ -192,18 +196,9 @@ func (f *clusterFailoverLossy) Heal(ctx context.Context, t *Target) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	if f.cut != nil {
-		if err := f.cut.Heal(ctx, t); err != nil {
-			errs = append(errs, err)
-		}
-		f.cut = nil
-	}
-	if err := settleCluster(ctx, st, f.old, f.promoted); err != nil {
-		errs = append(errs, err)
-	}
+	err = errors.Join(healCut(ctx, t, &f.cut), settleCluster(ctx, st, f.old, f.promoted))
 	f.old, f.promoted = nil, nil
-	return errors.Join(errs...)
+	return err
 }
 
 // settleCluster waits until the cluster has settled and, when old is set,
@@ -262,11 +257,7 @@ func (f *slotMigration) Available(t *Target) error {
 }
 
 func (f *slotMigration) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	st, err := needCluster(t)
-	if err != nil {
-		return err
-	}
-	sh, key, err := aim(ctx, st, rng, t.TTL)
+	st, sh, key, err := aim(ctx, t, rng)
 	if err != nil {
 		return err
 	}

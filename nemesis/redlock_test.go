@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +13,6 @@ import (
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testredis"
 )
-
-func needRedisForFaults(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
-}
 
 // startFaultTopology starts a topology for a fault test, after letting faults
 // prepare its servers, and stops it at the end of the test.
@@ -61,7 +53,7 @@ func namedNode(t *testing.T, topo cluster.Topology, what string) *cluster.Node {
 // held; restart-fsync brings it back with them; restart-delayed brings it
 // back empty but only once the TTL has passed. The other masters keep theirs.
 func TestRestartFaults(t *testing.T) {
-	needRedisForFaults(t)
+	testredis.Need(t)
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	for _, tc := range []struct {
@@ -125,7 +117,7 @@ func TestRestartFaults(t *testing.T) {
 // TestRedlockFaultsRefuseOneNode: the faults about a minority or a majority
 // of masters say why they cannot run on one node.
 func TestRedlockFaultsRefuseOneNode(t *testing.T) {
-	needRedisForFaults(t)
+	testredis.Need(t)
 	topo := startFaultTopology(t, "single", 0)
 	for _, name := range []string{"restart-empty", "restart-delayed", "restart-fsync", "partition-minority",
 		"partition-majority", "clock-jump-partition"} {
@@ -149,7 +141,7 @@ func (countedClients) Gate(int) Gate { return nil }
 // can lose (2 of 5), partition-majority the fewest that leave no majority (3
 // of 5), from one client or from all, and heal removes every toxic.
 func TestQuorumPartition(t *testing.T) {
-	needRedisForFaults(t)
+	testredis.Need(t)
 	ctx := context.Background()
 	netw := testredis.Network(t)
 	topo := startFaultTopology(t, "redlock", 5)
@@ -210,7 +202,7 @@ func TestQuorumPartition(t *testing.T) {
 
 func needFaketime(t *testing.T) {
 	t.Helper()
-	needRedisForFaults(t)
+	testredis.Need(t)
 	if _, err := cluster.FindLibfaketime(); err != nil {
 		t.Skip(err)
 	}

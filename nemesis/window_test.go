@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/testredis"
 )
 
 // probeMarks records, at the instant a fault says it took effect, whether
@@ -33,7 +34,7 @@ func (m *probeMarks) Step(what string) {
 // when the server is dead (not when Start returns, after the restart), and
 // the restart as a step inside the window.
 func TestRestartWindowCoversTheKill(t *testing.T) {
-	needRedisForFaults(t)
+	testredis.Need(t)
 	topo := startFaultTopology(t, "single", 0)
 	n := topo.Nodes()[0]
 	f := &crashRedis{persistence: "off", downtime: 300 * time.Millisecond}

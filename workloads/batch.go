@@ -2,7 +2,6 @@ package workloads
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/locktorture/locktorture/history"
@@ -38,11 +37,7 @@ func NewTaskTable() *TaskTable {
 func (t *TaskTable) Pending(key string, n int) []int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := t.status[key]
-	if st == nil {
-		st = map[int64]int{}
-		t.status[key] = st
-	}
+	st := inner(t.status, key)
 	var pending []int64
 	for _, id := range t.order[key] {
 		if st[id] == taskPending {
@@ -97,11 +92,8 @@ func NewBatch(opts BatchOptions) (*Batch, error) {
 	if err := checkShape(&opts.MutexOptions); err != nil {
 		return nil, err
 	}
-	if opts.Size < 0 || opts.Size > 1000 {
-		return nil, fmt.Errorf("batch size %d: want 1..1000", opts.Size)
-	}
-	if opts.Size == 0 {
-		opts.Size = 3
+	if err := orDefault(&opts.Size, 3, 1000, "batch size"); err != nil {
+		return nil, err
 	}
 	return &Batch{opts: opts, table: NewTaskTable()}, nil
 }

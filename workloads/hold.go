@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/locktorture/locktorture/history"
@@ -30,6 +31,18 @@ func checkShape(o *MutexOptions) error {
 		o.Keys = 1
 	}
 	return err
+}
+
+// orDefault checks a workload's own size option *v, which may be 1..max,
+// and sets it to def where it is zero (unset); what names it in the error.
+func orDefault(v *int, def, max int, what string) error {
+	if *v < 0 || *v > max {
+		return fmt.Errorf("%s %d: want 1..%d", what, *v, max)
+	}
+	if *v == 0 {
+		*v = def
+	}
+	return nil
 }
 
 // finish ends an iteration the way the mutex workload does: an abandoning

@@ -382,11 +382,7 @@ func (p *Process) LastToken() string { return p.lastToken.Load().(string) }
 func (r *Runner) hold(key, lease string, client int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := r.holders[key]
-	if m == nil {
-		m = map[string]int{}
-		r.holders[key] = m
-	}
+	m := inner(r.holders, key)
 	for _, c := range m {
 		if c != client {
 			r.stats.Overlaps.Add(1)
@@ -416,3 +412,13 @@ func (r *Runner) dropHolds(client int) {
 
 // Clients is the number of clients.
 func (r *Runner) Clients() int { return r.cfg.Clients }
+
+// inner returns m[k], made and stored first where it is missing.
+func inner[K, K2 comparable, V any](m map[K]map[K2]V, k K) map[K2]V {
+	in := m[k]
+	if in == nil {
+		in = map[K2]V{}
+		m[k] = in
+	}
+	return in
+}

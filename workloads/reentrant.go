@@ -2,7 +2,6 @@ package workloads
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/locktorture/locktorture/history"
@@ -41,11 +40,8 @@ func NewReentrant(opts ReentrantOptions) (*Reentrant, error) {
 	if err := checkShape(&opts.MutexOptions); err != nil {
 		return nil, err
 	}
-	if opts.MaxDepth < 0 || opts.MaxDepth > 100 {
-		return nil, fmt.Errorf("nesting depth %d: want 1..100", opts.MaxDepth)
-	}
-	if opts.MaxDepth == 0 {
-		opts.MaxDepth = 3
+	if err := orDefault(&opts.MaxDepth, 3, 100, "nesting depth"); err != nil {
+		return nil, err
 	}
 	return &Reentrant{opts: opts, counter: NewCounter()}, nil
 }

@@ -41,27 +41,21 @@ type stampHook struct{}
 func (stampHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (stampHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		w, _ := ctx.Value(wireKey{}).(*wire)
-		if w == nil {
-			return next(ctx, cmd)
-		}
-		w.send()
-		defer w.done()
-		return next(ctx, cmd)
-	}
+	return func(ctx context.Context, cmd redis.Cmder) error { return stamped(ctx, next, cmd) }
 }
 
 func (stampHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		w, _ := ctx.Value(wireKey{}).(*wire)
-		if w == nil {
-			return next(ctx, cmds)
-		}
+	return func(ctx context.Context, cmds []redis.Cmder) error { return stamped(ctx, next, cmds) }
+}
+
+// stamped runs next on cmd (one command or a pipeline's) and, where ctx
+// carries a *wire, reports it sent before and done after.
+func stamped[C any](ctx context.Context, next func(context.Context, C) error, cmd C) error {
+	if w, _ := ctx.Value(wireKey{}).(*wire); w != nil {
 		w.send()
 		defer w.done()
-		return next(ctx, cmds)
 	}
+	return next(ctx, cmd)
 }
 
 // sentHook is locks.Hooks.Sent: each step of a lock program is an attempt
@@ -88,7 +82,14 @@ type wire struct {
 	tries    []history.Try
 }
 
-func (w *wire) send() {
+// send puts a command in flight, which starts a new try where none is in
+// flight and the last one ended more than attemptGap ago.
+func (w *wire) send() { w.begin(false) }
+
+// attempt starts a new try now, whatever came before.
+func (w *wire) attempt() { w.begin(true) }
+
+func (w *wire) begin(fresh bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -96,21 +97,9 @@ func (w *wire) send() {
 	}
 	t := w.now()
 	n := len(w.tries)
-	if w.inflight == 0 && (n == 0 || t-w.tries[n-1].To > int64(attemptGap)) {
+	if fresh || w.inflight == 0 && (n == 0 || t-w.tries[n-1].To > int64(attemptGap)) {
 		w.tries = append(w.tries, history.Try{From: t, To: t})
 	}
-	w.inflight++
-}
-
-// attempt starts a new try now, whatever came before.
-func (w *wire) attempt() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	t := w.now()
-	w.tries = append(w.tries, history.Try{From: t, To: t})
 	w.inflight++
 }
 

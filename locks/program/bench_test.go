@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/internal/testredis"
 )
 
 // BenchmarkExecToken8x8 sets the reference client (token out of process,
@@ -14,7 +15,7 @@ import (
 // BenchmarkRunToken8x8. "%token" is exec-token's lock operations per second
 // against token's. Run with -benchtime 1x: each iteration is two 5 s runs.
 func BenchmarkExecToken8x8(b *testing.B) {
-	needRedis(b)
+	testredis.Need(b)
 	for i := 0; i < b.N; i++ {
 		ops := map[string]float64{}
 		for _, lock := range []string{"token", "exec-token"} {

@@ -3,7 +3,6 @@ package program
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -180,16 +179,7 @@ func (l *Lock) Name() string {
 	return l.name
 }
 
-func (l *Lock) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	_, err = l.stdin.Write(append(b, '\n'))
-	return err
-}
+func (l *Lock) send(v any) error { return writeLine(&l.wmu, l.stdin, v) }
 
 // deadErr is the error of a call to a process that is gone: a crash the
 // harness made, or the program's own exit or violation, which ends the run.

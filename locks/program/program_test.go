@@ -13,22 +13,16 @@ import (
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/testredis"
 	"github.com/locktorture/locktorture/locks/program"
 )
-
-func needRedis(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
-}
 
 // needPython skips a redis-py test where no interpreter imports redis,
 // except in CI (CI set), which installs python3-redis and where a skip would
 // hide a broken lock program.
 func needPython(t testing.TB) {
 	t.Helper()
-	needRedis(t)
+	testredis.Need(t)
 	if _, err := program.FindPython(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %v", err)
@@ -101,11 +95,14 @@ func (v verdict) check(t *testing.T, res *locktorture.Result) {
 	t.Errorf("no %s classed %s", v.want, v.class)
 }
 
-func runCases(t *testing.T, cases []struct {
+// verdictCase is a run of a lock program and the verdict it must reach.
+type verdictCase struct {
 	name string
 	opts locktorture.Options
 	verdict
-}) {
+}
+
+func runCases(t *testing.T, cases []verdictCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.opts
@@ -126,7 +123,7 @@ func runCases(t *testing.T, cases []struct {
 // TestReferenceClient: the built-in token lock run out of process over the
 // protocol gives token's verdicts, and no false alarm without faults.
 func TestReferenceClient(t *testing.T) {
-	needRedis(t)
+	testredis.Need(t)
 	latency := short("exec-token", "latency")
 	latency.Clients, latency.HoldMin, latency.HoldMax, latency.Think = 2, 50*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 	latency.Duration = 6 * time.Second
@@ -134,11 +131,7 @@ func TestReferenceClient(t *testing.T) {
 	overrun.Overrun = 0.2
 	pause := short("exec-token", "pause-client")
 	pause.StopOnAnomaly = true
-	runCases(t, []struct {
-		name string
-		opts locktorture.Options
-		verdict
-	}{
+	runCases(t, []verdictCase{
 		{"fault-free", short("exec-token"), verdict{valid: true}},
 		{"overrun", overrun, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived, absent: checker.KindForeignRelease}},
 		{"pause-client", pause, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived}},
@@ -158,11 +151,7 @@ func TestRedisPy(t *testing.T) {
 	pause.StopOnAnomaly = true
 	extPause := short("redis-py-extend", "pause-client")
 	extPause.StopOnAnomaly = true
-	runCases(t, []struct {
-		name string
-		opts locktorture.Options
-		verdict
-	}{
+	runCases(t, []verdictCase{
 		{"fault-free", short("redis-py"), verdict{valid: true}},
 		{"overrun", overrun, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived, absent: checker.KindForeignRelease}},
 		{"pause-client", pause, verdict{want: checker.KindDoubleHolder}},
@@ -176,7 +165,7 @@ func TestRedisPy(t *testing.T) {
 // with one line naming the client, the line and what was expected; nothing
 // is left running.
 func TestUntrustedPrograms(t *testing.T) {
-	needRedis(t)
+	testredis.Need(t)
 	cases := []struct {
 		name, lock string
 		want       []string
@@ -216,7 +205,7 @@ func TestUntrustedPrograms(t *testing.T) {
 // TestHangIsUnknown: a program that never replies costs an unknown outcome,
 // then it is killed and a fresh one takes its place, as after a crash.
 func TestHangIsUnknown(t *testing.T) {
-	needRedis(t)
+	testredis.Need(t)
 	o := short("exec:sh testdata/hang.sh")
 	o.Clients, o.Wait, o.RedisTimeout, o.Duration, o.OutDir = 1, 50*time.Millisecond, 50*time.Millisecond, 3*time.Second, t.TempDir()
 	res, err := locktorture.Run(context.Background(), o)
@@ -234,7 +223,7 @@ func TestHangIsUnknown(t *testing.T) {
 // with it (the parent-death signal), and `torture clean` kills one marked by
 // a dead harness that escaped.
 func TestKilledHarness(t *testing.T) {
-	needRedis(t)
+	testredis.Need(t)
 	if os.Getenv("LOCKTORTURE_TEST_HARNESS") != "" {
 		o := short("exec-token")
 		o.Duration, o.OutDir = time.Minute, t.TempDir()

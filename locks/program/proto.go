@@ -14,7 +14,9 @@ package program
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 )
 
 // Version is the protocol version this harness speaks; a program must
@@ -139,4 +141,17 @@ func quote(line []byte) string {
 		s = s[:160] + "..."
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// writeLine writes v to w as one JSON line, the protocol's unit, holding mu
+// so that the lines of two goroutines never interleave.
+func writeLine(mu *sync.Mutex, w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

@@ -169,16 +169,7 @@ func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.Universa
 	return lk, nodes, nil
 }
 
-func (s *server) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	_, err = s.out.Write(append(b, '\n'))
-	return err
-}
+func (s *server) write(v any) error { return writeLine(&s.wmu, s.out, v) }
 
 // work runs the requests one after the other.
 func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) error {
