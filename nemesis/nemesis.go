@@ -321,8 +321,11 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 		t = &at
 	}
 	rng := rand.New(rand.NewSource(s.Seed ^ 0x6e656d65736973))
-	for {
-		f := s.Faults[rng.Intn(len(s.Faults))]
+	for n := 0; ; n++ {
+		f := pick(s.Seed, n, s.Faults)
+		// The draw that chose the fault before pick did: kept, so a
+		// one-fault schedule (every matrix cell's) replays as it did.
+		_ = rng.Int31()
 		frng := rand.New(rand.NewSource(rng.Int63()))
 		hold := jitter(rng, active)
 		wait := jitter(rng, quiet)
