@@ -17,10 +17,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("matrix merge", stderr)
 	fs.StringVar(&out, "out", "", "folder for the merged matrix files and runs/ (required)")
 	dirs, help, err := parsePositional(fs, args, stdout, "usage: torture matrix merge --out DIR SHARD_DIR...")
-	if help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("matrix merge: %v", err))
+	if code, stop := parseStop(help, err, "matrix merge", stderr); stop {
+		return code
 	}
 	if out == "" {
 		return fail(stderr, errors.New("matrix merge: --out DIR is required"))
