@@ -71,6 +71,20 @@ func landings(t *testing.T, dir string) []landing {
 	return out
 }
 
+// onLiveLease is the landing check of a fault aimed at a node rather than a
+// client: it began while the lease it names was live, and named accepts its
+// target (says is what that target should name, for the error).
+func onLiveLease(fault string, named func(target string) bool, says string) func(*testing.T, time.Duration, landing) {
+	return func(t *testing.T, ttl time.Duration, l landing) {
+		if l.acquired.ID == 0 || l.start.Time >= l.acquired.Return+int64(ttl) {
+			t.Errorf("%s aimed at no live lease: %s", fault, l.start)
+		}
+		if !named(l.start.Target) {
+			t.Errorf("%s target %q does not name %s", fault, l.start.Target, says)
+		}
+	}
+}
+
 // TestAimedFaultsLand shows each protocol-aware fault landing on its
 // target, from the history alone, and the anomaly it must cause, on short
 // runs whatever the seed: the aim, not luck, puts it there.
@@ -122,14 +136,7 @@ func TestAimedFaultsLand(t *testing.T) {
 				o.RedisTimeout = 300 * time.Millisecond
 				return o
 			},
-			lands: func(t *testing.T, ttl time.Duration, l landing) {
-				if l.acquired.ID == 0 || l.start.Time >= l.acquired.Return+int64(ttl) {
-					t.Errorf("restart aimed at no live lease: %s", l.start)
-				}
-				if !strings.HasPrefix(l.start.Target, "redis") {
-					t.Errorf("restart names no node: %q", l.start.Target)
-				}
-			},
+			lands:  onLiveLease("restart", func(target string) bool { return strings.HasPrefix(target, "redis") }, "a node"),
 			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
 		},
 		{
@@ -140,14 +147,7 @@ func TestAimedFaultsLand(t *testing.T) {
 				o.RedisTimeout, o.Duration = 200*time.Millisecond, 6*time.Second
 				return o
 			},
-			lands: func(t *testing.T, ttl time.Duration, l landing) {
-				if l.acquired.ID == 0 || l.start.Time >= l.acquired.Return+int64(ttl) {
-					t.Errorf("crash aimed at no live lease: %s", l.start)
-				}
-				if !strings.HasPrefix(l.start.Target, "redis1") {
-					t.Errorf("crash names no node: %q", l.start.Target)
-				}
-			},
+			lands:  onLiveLease("crash", func(target string) bool { return strings.HasPrefix(target, "redis1") }, "the node redis1"),
 			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
 		},
 		{
@@ -158,14 +158,7 @@ func TestAimedFaultsLand(t *testing.T) {
 				o.Duration = 12 * time.Second
 				return o
 			},
-			lands: func(t *testing.T, ttl time.Duration, l landing) {
-				if l.acquired.ID == 0 || l.start.Time >= l.acquired.Return+int64(ttl) {
-					t.Errorf("failover aimed at no live lock: %s", l.start)
-				}
-				if !strings.Contains(l.start.Target, "on it only") {
-					t.Errorf("failover does not say the lock was on the master only: %q", l.start.Target)
-				}
-			},
+			lands:  onLiveLease("failover", func(target string) bool { return strings.Contains(target, "on it only") }, "the lock on the master only"),
 			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
 		},
 	}

@@ -3,7 +3,6 @@ package locktorture_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"github.com/locktorture/locktorture/cli"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/report"
-	"github.com/locktorture/locktorture/summary"
 )
 
 // TestClassCountsCoverEveryAnomaly: a run with far more double holders
@@ -66,15 +64,7 @@ func TestClassCountsCoverEveryAnomaly(t *testing.T) {
 	}
 	same("the run", res.Report.Classes)
 
-	var sum summary.Summary
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
-	same("summary.json", sum.Classes)
+	same("summary.json", readSummary(t, res.Dir).Classes)
 
 	chk, err := locktorture.Check(context.Background(), res.Dir, locktorture.CheckOptions{})
 	if err != nil {

@@ -2,10 +2,8 @@ package locktorture_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -211,15 +209,13 @@ func (l *myLock) Release(ctx context.Context, lease *locks.Lease) (bool, error) 
 	return n > 0, err
 }
 
+// readSummary reads the summary.json a run left in dir, as strictly as the
+// report and the matrix do.
 func readSummary(t *testing.T, dir string) summary.Summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
+	s, err := summary.Read(dir)
+	if err != nil || s == nil {
+		t.Fatalf("summary.json of %s: %v", dir, err)
 	}
-	var s summary.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("summary.json: %v", err)
-	}
-	return s
+	return *s
 }

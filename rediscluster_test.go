@@ -2,16 +2,12 @@ package locktorture_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/summary"
 )
 
 // clusterLossyRun is cluster-failover-lossy at test size. The fault
@@ -45,16 +41,8 @@ func clusterMigrationRun(seed int64) locktorture.Options {
 // faultWindows reads the fault windows of a run's summary.json.
 func faultWindows(t *testing.T, res *locktorture.Result, fault string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s summary.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, w := range s.Faults {
+	for _, w := range readSummary(t, res.Dir).Faults {
 		if w.Fault == fault {
 			n++
 			t.Logf("%s: %s", w.Fault, w.Target)

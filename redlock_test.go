@@ -63,13 +63,7 @@ func restartOptions(nemesis string, nodes int, seed int64) locktorture.Options {
 
 func runRedlock(t *testing.T, opts locktorture.Options) *locktorture.Result {
 	t.Helper()
-	opts.OutDir = t.TempDir()
-	res, err := locktorture.Run(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("run %s under %q: %v", opts.Lock, opts.Faults, err)
-	}
-	t.Logf("%s under %q: %d acquired, %d failed, %d unknown; verdict %s, counts %v", opts.Lock, opts.Faults,
-		res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown, res.Verdict, res.Report.Count)
+	res := runLogged(t, opts)
 	if res.Stats.Acquired == 0 {
 		t.Fatalf("%s: no acquire succeeded; the run shows nothing", opts.Lock)
 	}

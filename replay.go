@@ -1,7 +1,8 @@
 package locktorture
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/locktorture/locktorture/history"
@@ -28,12 +29,7 @@ func OptionsFromRun(r *history.RunInfo, regs Registries) (Options, error) {
 	if r.Topology != "" {
 		o.Topology = r.Topology
 	}
-	names := make([]string, 0, len(r.Params))
-	for k := range r.Params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
 		v := r.Params[k]
 		// Headers written before the settings were declared once used
 		// '_' in names and wrote "default" or nothing for unset values.

@@ -47,19 +47,29 @@ func short(lock string, seed int64) locktorture.Options {
 
 func run(t *testing.T, opts locktorture.Options) *locktorture.Result {
 	t.Helper()
-	opts.OutDir = t.TempDir()
-	if d := os.Getenv("LOCKTORTURE_TEST_OUT"); d != "" {
-		opts.OutDir = d // keep the run folders to read
-	}
-	res, err := locktorture.Run(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("run %s: %v", opts.Lock, err)
-	}
-	t.Logf("%s: %d ops, %d acquired, verdict %s, counts %v", opts.Lock, res.Stats.Ops, res.Stats.Acquired,
-		res.Verdict, res.Report.Count)
+	res := runLogged(t, opts)
 	if res.Stats.Acquired == 0 {
 		t.Fatalf("%s: no acquire succeeded; the run shows nothing", opts.Lock)
 	}
+	return res
+}
+
+// runLogged runs opts in a folder of the test's own (or under
+// LOCKTORTURE_TEST_OUT, to keep the run folders to read), fails the test on
+// a harness error and logs what the run did, for the helpers that go on to
+// check what their runs must show.
+func runLogged(t *testing.T, opts locktorture.Options) *locktorture.Result {
+	t.Helper()
+	opts.OutDir = t.TempDir()
+	if d := os.Getenv("LOCKTORTURE_TEST_OUT"); d != "" {
+		opts.OutDir = d
+	}
+	res, err := locktorture.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("run %s/%s under %q: %v", opts.Lock, opts.Workload, opts.Faults, err)
+	}
+	t.Logf("%s/%s under %q: %d ops, %d acquired, %d failed, %d unknown; verdict %s, counts %v", opts.Lock, opts.Workload,
+		opts.Faults, res.Stats.Ops, res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown, res.Verdict, res.Report.Count)
 	return res
 }
 

@@ -1,7 +1,6 @@
 package locktorture_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -14,13 +13,7 @@ import (
 // it does not insist on acquires: stock-lua takes no lock.
 func runWorkload(t *testing.T, opts locktorture.Options) *locktorture.Result {
 	t.Helper()
-	opts.OutDir = t.TempDir()
-	res, err := locktorture.Run(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("run %s/%s: %v", opts.Lock, opts.Workload, err)
-	}
-	t.Logf("%s/%s nemesis %q: %d ops, %d acquired, %d unknown, verdict %s, counts %v", opts.Lock, opts.Workload,
-		opts.Faults, res.Stats.Ops, res.Stats.Acquired, res.Stats.Unknown, res.Verdict, res.Report.Count)
+	res := runLogged(t, opts)
 	if res.Stats.Ops == 0 {
 		t.Fatal("no operation ran; the run shows nothing")
 	}

@@ -20,10 +20,9 @@ func cmdClean(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("clean", stderr)
 	fs.BoolVar(&opts.All, "all", false, "also remove what runs still alive are using")
 	fs.StringVar(&opts.DockerEndpoint, "docker-host", "", "Docker engine to clean (default: $DOCKER_HOST, else the local socket)")
-	if help, err := parse(fs, args, stdout); help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("clean: %v", err))
+	help, err := parse(fs, args, stdout)
+	if code, stop := parseStop(help, err, "clean", stderr); stop {
+		return code
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

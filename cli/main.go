@@ -131,6 +131,19 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (help bool, err er
 	return false, err
 }
 
+// parseStop says whether parsing a command's flags ends it, and with which
+// exit code: 0 once -h printed the help, 2 for a bad flag or argument,
+// named after the command (what) in one line on stderr.
+func parseStop(help bool, err error, what string, stderr io.Writer) (code int, stop bool) {
+	switch {
+	case help:
+		return exitValid, true
+	case err != nil:
+		return fail(stderr, fmt.Errorf("%s: %v", what, err)), true
+	}
+	return 0, false
+}
+
 // parseOne parses flags given before or after one positional argument, the
 // path a check, report or matrix works on; want names it in the error.
 func parseOne(fs *flag.FlagSet, args []string, stdout io.Writer, want string) (path string, help bool, err error) {
@@ -217,10 +230,9 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 		}
 		return opts.Set(name, text)
 	})
-	if help, err := parse(fs, args, stdout); help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("run: %v", err))
+	help, err := parse(fs, args, stdout)
+	if code, stop := parseStop(help, err, "run", stderr); stop {
+		return code
 	}
 	// The flags start from the defaults, so a zero here was typed: the
 	// library judges it as given.
@@ -297,10 +309,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer, regs locktorture.Registri
 	fs.DurationVar(&opts.Timeout, "check-timeout", opts.Timeout, "time limit of the linearizability check")
 	fs.StringVar(&opts.OutDir, "out", "", "directory that receives linearizability.html (default: nothing is written)")
 	path, help, err := parseOne(fs, args, stdout, "RUN_DIR or history.jsonl")
-	if help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("check: %v", err))
+	if code, stop := parseStop(help, err, "check", stderr); stop {
+		return code
 	}
 	if opts.Timeout <= 0 {
 		return fail(stderr, fmt.Errorf("check: --check-timeout %v: want a positive duration", opts.Timeout))

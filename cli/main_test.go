@@ -233,10 +233,7 @@ func TestCheckTornLastLine(t *testing.T) {
 // TestCheckWritesOnlyWithOut: re-checking a folder leaves it as it was;
 // with --out, the files go there and the output names exactly those.
 func TestCheckWritesOnlyWithOut(t *testing.T) {
-	runDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(runDir, "history.jsonl"), []byte(strings.Join(brokenHistory, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	runDir := writeRun(t, t.TempDir(), brokenHistory)
 	listing := func(dir string) []string {
 		t.Helper()
 		es, err := os.ReadDir(dir)
@@ -287,6 +284,19 @@ func TestCheckWritesOnlyWithOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeRun makes dir a run folder holding only a history.jsonl of lines, as
+// `torture check` leaves one, and returns dir.
+func writeRun(t *testing.T, dir string, lines []string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // writeSpec writes a matrix spec into dir.

@@ -39,10 +39,8 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	fs.BoolVar(&shrinkFails, "shrink", false, "shrink the first failing seed of each cell not as expected to the smallest run that still fails")
 	fs.DurationVar(&shrinkBudget, "shrink-budget", shrinkBudget, "time each cell's shrink may take")
 	path, help, err := parseOne(fs, args, stdout, "SPEC.yaml")
-	if help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("matrix: %v", err))
+	if code, stop := parseStop(help, err, "matrix", stderr); stop {
+		return code
 	}
 	var override matrix.Seeds
 	if seedsText != "" {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -17,22 +16,9 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	var out string
 	fs := newFlags("matrix merge", stderr)
 	fs.StringVar(&out, "out", "", "folder for the merged matrix files and runs/ (required)")
-	var dirs []string
-	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: torture matrix merge --out DIR SHARD_DIR...")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return exitValid
-		} else if err != nil {
-			return fail(stderr, fmt.Errorf("matrix merge: %v", err))
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+	dirs, help, err := parsePositional(fs, args, stdout, "usage: torture matrix merge --out DIR SHARD_DIR...")
+	if code, stop := parseStop(help, err, "matrix merge", stderr); stop {
+		return code
 	}
 	if out == "" {
 		return fail(stderr, errors.New("matrix merge: --out DIR is required"))

@@ -24,10 +24,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&all, "all", false, "for a results folder: also write every run's report.html")
 	fs.DurationVar(&timeout, "check-timeout", timeout, "time limit of the linearizability check of a history without summary.json")
 	path, help, err := parseOne(fs, args, stdout, "RUN_DIR, history.jsonl or results folder")
-	if help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("report: %v", err))
+	if code, stop := parseStop(help, err, "report", stderr); stop {
+		return code
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

@@ -12,22 +12,13 @@ import (
 // a results folder, and one-line errors with exit code 2 for bad input.
 func TestReportCommand(t *testing.T) {
 	results := t.TempDir()
-	src := []byte(strings.Join(brokenHistory, "\n") + "\n")
 	// A folder holding only a history (as `torture check` leaves it).
-	runDir := filepath.Join(results, "run1")
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	runDir := writeRun(t, filepath.Join(results, "run1"), brokenHistory)
+	broken := writeRun(t, filepath.Join(t.TempDir(), "broken"), []string{"{not json"})
+	badSummary := writeRun(t, filepath.Join(t.TempDir(), "badsum"), brokenHistory)
+	if err := os.WriteFile(filepath.Join(badSummary, "summary.json"), []byte(`{"verdict":"maybe"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(runDir, "history.jsonl"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	broken := filepath.Join(t.TempDir(), "broken")
-	os.MkdirAll(broken, 0o755)
-	os.WriteFile(filepath.Join(broken, "history.jsonl"), []byte("{not json\n"), 0o644)
-	badSummary := filepath.Join(t.TempDir(), "badsum")
-	os.MkdirAll(badSummary, 0o755)
-	os.WriteFile(filepath.Join(badSummary, "history.jsonl"), src, 0o644)
-	os.WriteFile(filepath.Join(badSummary, "summary.json"), []byte(`{"verdict":"maybe"}`), 0o644)
 	cases := []struct {
 		name  string
 		args  []string

@@ -33,10 +33,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1", "IP address to listen on; one that is not loopback needs --public")
 	public := fs.Bool("public", false, "allow --addr to be an address other machines can reach: anyone who can reach it reads every run")
 	dir, help, err := parseServeArgs(fs, args, stdout)
-	if help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("serve: %v", err))
+	if code, stop := parseStop(help, err, "serve", stderr); stop {
+		return code
 	}
 	host, err := listenHost(*addr, *public)
 	if err != nil {

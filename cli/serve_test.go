@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,13 +20,7 @@ import (
 // --public; bad flags and folders are one-line errors with exit code 2.
 func TestServeAnswersOnLoopbackOnly(t *testing.T) {
 	dir := t.TempDir()
-	run := filepath.Join(dir, "run1")
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(run, "history.jsonl"), []byte(strings.Join(brokenHistory, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRun(t, filepath.Join(dir, "run1"), brokenHistory)
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	var stderr bytes.Buffer

@@ -100,9 +100,8 @@ cells:
   - {name: token-wrong, lock: token, expect: {breaks: {kind: foreign-release}}}
 `
 
-// verdicts is what must not move between a matrix and its merged shards:
-// per cell its counts and judgement, per seed its run, verdict and judgement.
-func verdicts(t *testing.T, dir string) string {
+// readMatrix reads the matrix.json a matrix wrote into dir.
+func readMatrix(t *testing.T, dir string) matrix.Result {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "matrix.json"))
 	if err != nil {
@@ -110,8 +109,16 @@ func verdicts(t *testing.T, dir string) string {
 	}
 	var m matrix.Result
 	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", filepath.Join(dir, "matrix.json"), err)
 	}
+	return m
+}
+
+// verdicts is what must not move between a matrix and its merged shards:
+// per cell its counts and judgement, per seed its run, verdict and judgement.
+func verdicts(t *testing.T, dir string) string {
+	t.Helper()
+	m := readMatrix(t, dir)
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s runs %d as expected %d errors %d\n", m.Name, m.Runs, m.AsExpected, m.Errors)
 	for _, c := range m.Cells {
@@ -246,11 +253,7 @@ cells:
 			t.Errorf("resumed matrix ran %s again: %s", id, l)
 		}
 	}
-	var after matrix.Result
-	b, _ = os.ReadFile(filepath.Join(out, "matrix.json"))
-	if err := json.Unmarshal(b, &after); err != nil {
-		t.Fatal(err)
-	}
+	after := readMatrix(t, out)
 	seen := map[string]int{}
 	for _, c := range after.Cells {
 		for _, s := range c.Seeds {

@@ -28,10 +28,8 @@ func cmdShrink(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	fs.StringVar(&out, "out", "", "folder for shrink.json and the smallest run (default RUN_DIR-shrink)")
 	fs.BoolVar(&quiet, "quiet", false, "no line per candidate")
 	dir, help, err := parseOne(fs, args, stdout, "RUN_DIR")
-	if help {
-		return exitValid
-	} else if err != nil {
-		return fail(stderr, fmt.Errorf("shrink: %v", err))
+	if code, stop := parseStop(help, err, "shrink", stderr); stop {
+		return code
 	}
 	if budget <= 0 {
 		return fail(stderr, fmt.Errorf("shrink: --budget %v: want a positive duration", budget))

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/locktorture/locktorture/summary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/report"
+	"github.com/locktorture/locktorture/summary"
 )
 
 // TestShrinkBadInput: a folder with no anomaly or no replay command, and

@@ -80,6 +80,53 @@ func claims(s string, lockNames map[string]bool) (found []checker.Kind, classes 
 	return
 }
 
+// seen is what the cells of one lock, or of one fault, expect.
+type seen struct {
+	kinds   map[checker.Kind]bool
+	classes map[checker.Class]bool
+	locks   map[string]bool
+	breaks  bool
+	holds   bool
+}
+
+// addSeen records what cell c expects under m[key].
+func addSeen(m map[string]*seen, key string, c *Cell) {
+	s := m[key]
+	if s == nil {
+		s = &seen{kinds: map[checker.Kind]bool{}, classes: map[checker.Class]bool{}, locks: map[string]bool{}}
+		m[key] = s
+	}
+	s.locks[c.Lock] = true
+	if br := c.Expect.Breaks; br != nil {
+		s.breaks, s.kinds[br.Kind] = true, true
+		if br.Class != "" {
+			s.classes[br.Class] = true
+		}
+	} else {
+		s.holds = true
+		for _, k := range c.Expect.Absent {
+			s.kinds[k] = true
+		}
+	}
+}
+
+// unexpected lists, in the README's words, the kinds and classes a row
+// claims that no cell of s expects.
+func (s *seen) unexpected(kinds []checker.Kind, classes []checker.Class) []string {
+	var out []string
+	for _, k := range kinds {
+		if !s.kinds[k] {
+			out = append(out, string(k))
+		}
+	}
+	for _, c := range classes {
+		if !s.classes[c] {
+			out = append(out, "a "+string(c)+" double holder")
+		}
+	}
+	return out
+}
+
 func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -95,39 +142,12 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 		lockNames[e.Name] = true
 	}
 
-	// expected kinds and classes per lock and per fault, from the cells
-	type seen struct {
-		kinds   map[checker.Kind]bool
-		classes map[checker.Class]bool
-		locks   map[string]bool
-		breaks  bool
-		holds   bool
-	}
-	add := func(m map[string]*seen, key string, c *Cell) {
-		s := m[key]
-		if s == nil {
-			s = &seen{kinds: map[checker.Kind]bool{}, classes: map[checker.Class]bool{}, locks: map[string]bool{}}
-			m[key] = s
-		}
-		s.locks[c.Lock] = true
-		if br := c.Expect.Breaks; br != nil {
-			s.breaks, s.kinds[br.Kind] = true, true
-			if br.Class != "" {
-				s.classes[br.Class] = true
-			}
-		} else {
-			s.holds = true
-			for _, k := range c.Expect.Absent {
-				s.kinds[k] = true
-			}
-		}
-	}
 	byLock, byFault := map[string]*seen{}, map[string]*seen{}
 	for i := range spec.Cells {
 		c := &spec.Cells[i]
-		add(byLock, c.Lock, c)
+		addSeen(byLock, c.Lock, c)
 		for _, f := range c.Faults {
-			add(byFault, f, c)
+			addSeen(byFault, f, c)
 		}
 	}
 	gap := func(claim string) bool { return readmeGaps[claim] != "" }
@@ -145,15 +165,8 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 			continue
 		}
 		kinds, classes, _ := claims(row[2], lockNames)
-		for _, k := range kinds {
-			if !s.kinds[k] {
-				t.Errorf("README: %s breaks with %s; faults.yaml has no cell of %s expecting it", name, k, name)
-			}
-		}
-		for _, c := range classes {
-			if !s.classes[c] {
-				t.Errorf("README: %s breaks with a %s double holder; faults.yaml has no cell of %s expecting it", name, c, name)
-			}
+		for _, claim := range s.unexpected(kinds, classes) {
+			t.Errorf("README: %s breaks with %s; faults.yaml has no cell of %s expecting it", name, claim, name)
 		}
 		if !s.breaks && !gap("lock "+name+" breaks") {
 			t.Errorf("README: %s breaks under %q; faults.yaml has no breaking cell of it", name, row[2])
@@ -177,15 +190,8 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 				t.Errorf("README fault %s claims %q; faults.yaml has no cell with it", name, row[2])
 				continue
 			}
-			for _, k := range kinds {
-				if !s.kinds[k] {
-					t.Errorf("README: %s shows %s; faults.yaml has no cell with %s expecting it", name, k, name)
-				}
-			}
-			for _, c := range classes {
-				if !s.classes[c] {
-					t.Errorf("README: %s shows a %s double holder; no cell with %s expects it", name, c, name)
-				}
+			for _, claim := range s.unexpected(kinds, classes) {
+				t.Errorf("README: %s shows %s; faults.yaml has no cell with %s expecting it", name, claim, name)
 			}
 			for _, l := range lks {
 				if !s.locks[l] {
@@ -195,7 +201,18 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 		}
 	}
 
-	// The other way: every cell is a claim of the README.
+	cellsClaimed(t, spec, readmeLocks, readmeFaults)
+	for _, e := range locktorture.Builtin().Faults.Entries() {
+		if _, ok := readmeFaults[e.Name]; !ok {
+			t.Errorf("fault %s is missing from the README's fault table", e.Name)
+		}
+	}
+}
+
+// cellsClaimed checks the other way: every cell is a claim of the README,
+// its expected kind named by the row of its lock or of one of its faults.
+func cellsClaimed(t *testing.T, spec *Spec, readmeLocks, readmeFaults map[string][]string) {
+	t.Helper()
 	for i := range spec.Cells {
 		c := &spec.Cells[i]
 		row, ok := readmeLocks[c.Lock]
@@ -214,11 +231,6 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 		}
 		if br := c.Expect.Breaks; br != nil && !strings.Contains(text, "`"+string(br.Kind)+"`") {
 			t.Errorf("cell %s expects %s, which neither the README row of %s nor of its faults claims", c.Name, br.Kind, c.Lock)
-		}
-	}
-	for _, e := range locktorture.Builtin().Faults.Entries() {
-		if _, ok := readmeFaults[e.Name]; !ok {
-			t.Errorf("fault %s is missing from the README's fault table", e.Name)
 		}
 	}
 }

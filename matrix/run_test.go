@@ -49,6 +49,8 @@ func dh(class checker.Class, startMs int64) checker.Anomaly {
 		Detail: "clients 0 and 1 both held lock:0"}
 }
 
+// scriptedSpec has three cells of three seeds for the scripted runner: one
+// that breaks, one that holds, one that breaks on some seeds only.
 const scriptedSpec = `
 name: scripted
 seeds: 1..3

@@ -93,24 +93,9 @@ cells:
 	}
 }
 
-// mergeSpec has four cells of three seeds; "wrong" promises a break that
-// never comes, so its JUnit cases fail.
-const mergeSpec = `
-name: merge
-seeds: 1..3
-cells:
-  - name: breaks
-    lock: token
-    faults: [pause-client]
-    expect: {breaks: {kind: double-holder, class: within-lease}}
-  - name: holds
-    lock: token
-    expect: holds
-  - name: flaky
-    lock: token
-    faults: [latency]
-    expect: {breaks: {kind: double-holder}}
-  - name: wrong
+// mergeSpec is scriptedSpec with a fourth cell: "wrong" promises a break
+// that never comes, so its JUnit cases fail.
+const mergeSpec = scriptedSpec + `  - name: wrong
     lock: token
     expect: {breaks: {kind: foreign-release}}
 `

@@ -124,7 +124,7 @@ func writeHistory(tb testing.TB, dir string, h *history.History) {
 // its peak heap is far below: see -memprofile or /usr/bin/time -v).
 func BenchmarkReport1M(b *testing.B) {
 	h, as := genLong(b, 1_000_000)
-	rep := &checker.Report{Verdict: checker.Invalid, Anomalies: as, Count: map[checker.Kind]int{checker.KindDoubleHolder: len(as)}}
+	rep := longReport(as)
 	dir := b.TempDir()
 	writeHistory(b, dir, h)
 	events := len(h.Events)
@@ -180,29 +180,35 @@ func heapPeak(tb testing.TB) func() uint64 {
 	return stop
 }
 
+// longReport is the checker's report of genLong's anomalies.
+func longReport(as []checker.Anomaly) *checker.Report {
+	return &checker.Report{Verdict: checker.Invalid, Anomalies: as, Count: map[checker.Kind]int{checker.KindDoubleHolder: len(as)}}
+}
+
+// reportOf writes the report page of the run folder dir and returns its
+// path and content.
+func reportOf(t *testing.T, dir string, opts ...Option) (string, []byte) {
+	t.Helper()
+	path, err := Run(context.Background(), dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, page
+}
+
 // TestReportFromDiskMatchesInMemory checks the streamed report (read from
 // history.jsonl) is the page the in-memory history gives.
 func TestReportFromDiskMatchesInMemory(t *testing.T) {
 	h, as := genLong(t, 30_000)
-	rep := &checker.Report{Verdict: checker.Invalid, Anomalies: as, Count: map[checker.Kind]int{checker.KindDoubleHolder: len(as)}}
+	rep := longReport(as)
 	disk, mem := t.TempDir(), t.TempDir()
 	writeHistory(t, disk, h)
-	p1, err := Run(context.Background(), disk, WithReport(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := Run(context.Background(), mem, WithHistory(h), WithReport(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := os.ReadFile(p1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, a := reportOf(t, disk, WithReport(rep))
+	_, b := reportOf(t, mem, WithHistory(h), WithReport(rep))
 	if !bytes.Equal(a, b) {
 		t.Errorf("report from disk (%d bytes) differs from the in-memory one (%d bytes)", len(a), len(b))
 	}
@@ -216,18 +222,10 @@ func TestReportFromDiskMatchesInMemory(t *testing.T) {
 // history so the test stays quick; the benchmark measures 1M.
 func TestLongRunReportIsBounded(t *testing.T) {
 	h, as := genLong(t, 100_000)
-	rep := &checker.Report{Verdict: checker.Invalid, Anomalies: as, Count: map[checker.Kind]int{checker.KindDoubleHolder: len(as)}}
-	dir := t.TempDir()
-	path, err := Run(context.Background(), dir, WithHistory(h), WithReport(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Size() > 4<<20 {
-		t.Errorf("report of %d events is %d bytes, want at most 4 MB", len(h.Events), st.Size())
+	rep := longReport(as)
+	path, page := reportOf(t, t.TempDir(), WithHistory(h), WithReport(rep))
+	if len(page) > 4<<20 {
+		t.Errorf("report of %d events is %d bytes, want at most 4 MB", len(h.Events), len(page))
 	}
 	if filepath.Base(path) != FileName {
 		t.Errorf("wrote %s", path)

@@ -14,9 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,12 +223,7 @@ func ReplayArgs(r *history.RunInfo) []string {
 	add("keys", fmt.Sprint(r.Keys))
 	add("ttl", r.TTL().String())
 	add("seed", fmt.Sprint(r.Seed))
-	names := make([]string, 0, len(r.Params))
-	for k := range r.Params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
 		v := r.Params[k]
 		switch v {
 		case "", "0", "0s", "default", "false":

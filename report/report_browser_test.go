@@ -230,6 +230,22 @@ const readLayout = `((dir) => {
   return out;
 })(%q)`
 
+// runReport runs o, which must end with verdict want, and opens the run's
+// report.html in ctx, keeping its first screen as shot.
+func runReport(t *testing.T, ctx context.Context, o locktorture.Options, want checker.Verdict, shot string) (*locktorture.Result, pageView) {
+	t.Helper()
+	res, err := locktorture.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != want {
+		t.Fatalf("run %s: verdict %s, want %s", o.RunID, res.Verdict, want)
+	}
+	v, png := open(t, ctx, filepath.Join(res.Dir, report.FileName))
+	saveShot(t, shot, png)
+	return res, v
+}
+
 // TestBrowserReportOfBrokenRun: a crowded broken run (set-px with overruns
 // under a client pause every 300 ms: at least six faults in its first five
 // seconds) reads as a page to publish: no two labels of a timeline
@@ -240,19 +256,11 @@ const readLayout = `((dir) => {
 func TestBrowserReportOfBrokenRun(t *testing.T) {
 	ctx := browser(t)
 	out := t.TempDir()
-	res, err := locktorture.Run(context.Background(), locktorture.Options{
+	res, v := runReport(t, ctx, locktorture.Options{
 		Lock: "set-px", Overrun: 0.3, TTL: 200 * time.Millisecond, HoldMin: 10 * time.Millisecond, HoldMax: 40 * time.Millisecond,
 		Clients: 6, Duration: 5 * time.Second, Faults: []string{"pause-client"}, NemesisInterval: 300 * time.Millisecond,
 		NemesisDuration: 150 * time.Millisecond, Seed: 3, OutDir: out, RunID: "set-px-overrun",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Verdict != checker.Invalid {
-		t.Fatalf("set-px with overruns: verdict %s, want invalid", res.Verdict)
-	}
-	v, png := open(t, ctx, filepath.Join(res.Dir, report.FileName))
-	saveShot(t, "report-broken.png", png)
+	}, checker.Invalid, "report-broken.png")
 	listed := len(res.Report.Anomalies)
 	switch {
 	case v.ClientLanes != 6:
@@ -319,18 +327,10 @@ func TestBrowserReportOfBrokenRun(t *testing.T) {
 
 func TestBrowserReportOfValidRun(t *testing.T) {
 	ctx := browser(t)
-	res, err := locktorture.Run(context.Background(), locktorture.Options{
+	res, v := runReport(t, ctx, locktorture.Options{
 		Lock: "token", TTL: 200 * time.Millisecond, HoldMin: 10 * time.Millisecond, HoldMax: 40 * time.Millisecond,
 		Clients: 4, Duration: 3 * time.Second, Seed: 4, OutDir: t.TempDir(), RunID: "token-valid",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Verdict != checker.Valid {
-		t.Fatalf("token without faults: verdict %s, want valid", res.Verdict)
-	}
-	v, png := open(t, ctx, filepath.Join(res.Dir, report.FileName))
-	saveShot(t, "report-valid.png", png)
+	}, checker.Valid, "report-valid.png")
 	if v.ClientLanes != 4 || v.AnomalyItems != 0 || v.AnomalyDrawn != 0 || v.FaultBands != 0 || v.Plots != 2 || v.Verdict != "valid" {
 		t.Errorf("valid run's page: %+v", v)
 	}

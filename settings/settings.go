@@ -69,22 +69,13 @@ func (s Setting) Parse(text string) (any, error) {
 		return d, nil
 	case Int:
 		n, err := strconv.Atoi(text)
-		if err != nil {
-			return nil, fmt.Errorf("want an integer, got %q", text)
-		}
-		return n, nil
+		return parsed(n, err, "an integer", text)
 	case Float:
 		f, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return nil, fmt.Errorf("want a number, got %q", text)
-		}
-		return f, nil
+		return parsed(f, err, "a number", text)
 	case Bool:
 		b, err := strconv.ParseBool(text)
-		if err != nil {
-			return nil, fmt.Errorf("want true or false, got %q", text)
-		}
-		return b, nil
+		return parsed(b, err, "true or false", text)
 	case Range:
 		return parseSpan(text)
 	case List:
@@ -146,6 +137,15 @@ func parseSpan(text string) (Span, error) {
 		return Span{}, fmt.Errorf("want MIN..MAX durations like 10ms..100ms, got %q", text)
 	}
 	return Span{a, b}, nil
+}
+
+// parsed is what strconv made of text, or, when it could not, an error
+// saying what was wanted rather than strconv's own wording.
+func parsed[T any](v T, err error, want, text string) (any, error) {
+	if err != nil {
+		return nil, fmt.Errorf("want %s, got %q", want, text)
+	}
+	return v, nil
 }
 
 // SplitList splits comma-separated names, dropping blanks.

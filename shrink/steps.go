@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // A proposal is one smaller run to try: the header of its replay and what
@@ -85,7 +86,7 @@ func duration(cur history.RunInfo) []proposal {
 }
 
 func faults(cur history.RunInfo) []proposal {
-	list := splitList(cur.Params["nemesis"])
+	list := settings.SplitList(cur.Params["nemesis"])
 	var out []proposal
 	for i, f := range list {
 		r := cloneHeader(cur)
@@ -118,14 +119,4 @@ func rate(param string) dimension {
 		}
 		return out
 	}
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
