@@ -171,9 +171,8 @@ func cloneHeader(r history.RunInfo) history.RunInfo {
 }
 
 func durationOf(r history.RunInfo) time.Duration {
-	d, err := time.ParseDuration(r.Params["duration"])
-	if err != nil || d <= 0 {
-		return locktorture.DefaultOptions().Duration
+	if d := paramDuration(r, "duration", 0); d > 0 {
+		return d
 	}
-	return d
+	return locktorture.DefaultOptions().Duration
 }

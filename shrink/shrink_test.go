@@ -49,8 +49,8 @@ var (
 )
 
 // lockModel answers a run as a lock would that gives two holders within a
-// lease only with 3 clients or more, runs of 1.5 s or more and
-// pause-client among the faults; with 2 keys it shows it once, not on the
+// lease only with 3 clients or more, pause-client among the faults, and a
+// run that lasts half a second past the first fault (one nemesis interval); with 2 keys it shows it once, not on the
 // rerun (a flaky candidate).
 type lockModel struct {
 	calls map[string]int
@@ -62,7 +62,7 @@ func (m *lockModel) run(_ context.Context, o locktorture.Options) (*locktorture.
 	key := fmt.Sprint(o.Clients, o.Keys, o.Duration, o.Faults, o.Overrun)
 	m.calls[key]++
 	rep := &checker.Report{Verdict: checker.Valid, Count: map[checker.Kind]int{}}
-	shows := o.Clients >= 3 && o.Duration >= 1500*time.Millisecond && slices.Contains(o.Faults, "pause-client")
+	shows := o.Clients >= 3 && o.Duration >= o.NemesisInterval+500*time.Millisecond && slices.Contains(o.Faults, "pause-client")
 	if o.Keys == 2 && m.calls[key] > 1 {
 		shows = false
 	}
@@ -79,8 +79,8 @@ func (m *lockModel) run(_ context.Context, o locktorture.Options) (*locktorture.
 }
 
 // TestShrinkSearch follows the greedy search on a modelled lock: it ends at
-// the smallest run that shows the anomaly (3 clients, 1 key, 1.5 s, the one
-// fault that matters, no overrun), every candidate a run with the original
+// the smallest run that shows the anomaly (3 clients, 1 key, the one fault
+// that matters, sooner, 1 s, no overrun), every candidate a run with the original
 // seed, each kept only when its rerun showed the anomaly too.
 func TestShrinkSearch(t *testing.T) {
 	dir := t.TempDir()
@@ -96,7 +96,7 @@ func TestShrinkSearch(t *testing.T) {
 	if !res.Reproduced || res.Target != (Target{checker.KindDoubleHolder, checker.ClassWithinLease}) || res.Seed != 7 {
 		t.Fatalf("reproduced %v, target %v, seed %d", res.Reproduced, res.Target, res.Seed)
 	}
-	want := Size{Clients: 3, Keys: 1, Duration: "1.5s", Faults: []string{"pause-client"}}
+	want := Size{Clients: 3, Keys: 1, Duration: "1s", Faults: []string{"pause-client"}}
 	if got := res.To; got.Clients != want.Clients || got.Keys != want.Keys || got.Duration != want.Duration ||
 		!slices.Equal(got.Faults, want.Faults) || got.Overrun != 0 {
 		t.Errorf("smallest %v, want %v\n%s", got, want, strings.Join(lines, "\n"))
@@ -105,7 +105,7 @@ func TestShrinkSearch(t *testing.T) {
 		t.Errorf("from %v", res.From)
 	}
 	cmd := strings.Join(res.Smallest, " ")
-	for _, part := range []string{"torture run --lock token", "--clients 3", "--keys 1", "--seed 7", "--duration 1.5s", "--nemesis pause-client"} {
+	for _, part := range []string{"torture run --lock token", "--clients 3", "--keys 1", "--seed 7", "--duration 1s", "--nemesis pause-client", "--nemesis-interval 250ms", "--nemesis-duration 1s"} {
 		if !strings.Contains(cmd, part) {
 			t.Errorf("smallest command %q lacks %q", cmd, part)
 		}
@@ -125,6 +125,7 @@ func TestShrinkSearch(t *testing.T) {
 		"keys 4 -> 2 kept=false shown=true", "keys 4 -> 3 kept=true", "keys 3 -> 1 kept=true",
 		"duration 8s -> 4s kept=true", "duration 2s -> 1s kept=false", "duration 2s -> 1.5s kept=true",
 		"drop fault latency kept=true", "drop fault pause-client kept=false", "drop fault crash-client kept=true",
+		"nemesis-interval 1s -> 500ms kept=true", "nemesis-interval 500ms -> 250ms kept=true", "duration 1.5s -> 1s kept=true",
 		"overrun 0.2 -> 0 kept=true",
 	} {
 		if !strings.Contains(steps, w) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/settings"
 )
@@ -24,11 +25,11 @@ type proposal struct {
 type dimension func(cur history.RunInfo) []proposal
 
 // dimensions in the order the search tries them: fewer clients, fewer
-// keys, a shorter run, fewer faults, lower overrun and abandon rates. Each
-// halves toward its floor and, when the half loses the anomaly, tries one
-// step less.
+// keys, a shorter run, fewer faults, faults coming sooner, lower overrun
+// and abandon rates. Each halves toward its floor and, when the half loses
+// the anomaly, tries one step less.
 func dimensions() []dimension {
-	return []dimension{clients, keys, duration, faults, rate("overrun"), rate("abandon")}
+	return []dimension{clients, keys, duration, faults, sooner, rate("overrun"), rate("abandon")}
 }
 
 // minClients: a double holder needs two.
@@ -94,6 +95,54 @@ func faults(cur history.RunInfo) []proposal {
 		out = append(out, proposal{"drop fault " + f, r})
 	}
 	return out
+}
+
+// minInterval is the shortest quiet time between faults the search
+// proposes.
+const minInterval = 250 * time.Millisecond
+
+// sooner proposes the quiet time between faults halved and their active
+// time kept. A fault's first window comes after one quiet time, so a run
+// that needs its fault cannot be much shorter than the interval; with the
+// fault sooner, the search's next pass can cut the duration again.
+func sooner(cur history.RunInfo) []proposal {
+	if len(settings.SplitList(cur.Params["nemesis"])) == 0 {
+		return nil
+	}
+	iv := paramDuration(cur, "nemesis-interval", locktorture.DefaultOptions().NemesisInterval)
+	if iv <= minInterval {
+		return nil
+	}
+	half := max(minInterval, (iv / 2).Round(10*time.Millisecond))
+	r := cloneHeader(cur)
+	setParam(r, "nemesis-interval", half.String())
+	if paramDuration(cur, "nemesis-duration", 0) <= 0 {
+		setParam(r, "nemesis-duration", iv.String()) // it defaults to the interval
+	}
+	if w := paramDuration(cur, "warmup", 0); w > 0 {
+		setParam(r, "warmup", max(minInterval, w/2).String())
+	}
+	return []proposal{{fmt.Sprintf("nemesis-interval %s -> %s", iv, half), r}}
+}
+
+// paramDuration reads a duration setting of the run's header, def when it
+// was not set. Headers of older builds spell settings with underscores.
+func paramDuration(r history.RunInfo, name string, def time.Duration) time.Duration {
+	v, ok := r.Params[name]
+	if !ok {
+		v = r.Params[strings.ReplaceAll(name, "-", "_")]
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return def
+	}
+	return d
+}
+
+// setParam sets a setting in the header, in place of an older spelling.
+func setParam(r history.RunInfo, name, v string) {
+	delete(r.Params, strings.ReplaceAll(name, "-", "_"))
+	r.Params[name] = v
 }
 
 // minRate is the lowest non-zero rate the search proposes: below it the
