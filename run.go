@@ -115,7 +115,7 @@ func newRun(opts Options) (*run, error) {
 	r := &run{opts: opts, plan: pl, res: &Result{RunID: opts.RunID}}
 	r.info = &history.RunInfo{ID: opts.RunID, Lock: opts.Lock, Workload: opts.Workload, Topology: opts.Topology,
 		Clients: opts.Clients, Keys: opts.Keys, TTLMillis: opts.TTL.Milliseconds(), Seed: opts.Seed,
-		Started: time.Now().UTC(), Params: opts.headerParams(pl.settings)}
+		Started: time.Now().UTC(), Params: opts.headerParams(pl.settings), RenewsUnseen: pl.lock.RenewsUnseen}
 	if opts.OutDir != "" {
 		r.res.Dir = filepath.Join(opts.OutDir, opts.RunID)
 		if err := os.MkdirAll(r.res.Dir, 0o755); err != nil {

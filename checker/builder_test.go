@@ -85,6 +85,21 @@ func (b *builder) releaseUnknown(client, proc int, lease string, call, ret float
 		call: ms(call), ret: ms(ret), status: history.Unknown})
 }
 
+// nestedAcquire is a nested acquire by a process that holds outer: it
+// names outer when invoked and returns lease (outer again, or another
+// acquisition of the same reentrant owner, or a token of its own).
+func (b *builder) nestedAcquire(client, proc int, outer, lease string, call, ret float64) *builder {
+	b.add(spec{client: client, proc: proc, op: history.NestedAcquire, key: "lock:0", lease: outer, ttl: b.run.TTLMillis,
+		call: ms(call), ret: ms(ret), status: history.OK})
+	b.events[len(b.events)-1].Lease = lease
+	return b
+}
+
+func (b *builder) nestedRelease(client, proc int, lease string, call, ret float64, deleted bool) *builder {
+	return b.add(spec{client: client, proc: proc, op: history.NestedRelease, key: "lock:0", lease: lease,
+		call: ms(call), ret: ms(ret), status: history.OK, deleted: history.Bool(deleted)})
+}
+
 func (b *builder) refresh(client, proc int, lease string, call, ret float64, st history.Type) *builder {
 	return b.add(spec{client: client, proc: proc, op: history.Refresh, key: "lock:0", lease: lease,
 		ttl: b.run.TTLMillis, call: ms(call), ret: ms(ret), status: st})

@@ -34,7 +34,7 @@ func foreignReleases(_ context.Context, c *collector, ix *index) {
 			// The releaser's acquire; a release of a lease never acquired
 			// has no claim on the key at all.
 			since := int64(math.MinInt64)
-			if l := k.byLease[r.Lease]; l != nil && l.acquire >= 0 {
+			if l := k.byLease[r.Lease]; l != nil && l.acquire >= 0 && !l.nested {
 				since = ix.ops[l.acquire].Return
 			}
 			if v, alive := victim(ix, k, r, since); v != nil {

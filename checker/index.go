@@ -41,7 +41,7 @@ type index struct {
 // keyIndex is everything that happened to one key.
 type keyIndex struct {
 	key      string
-	lockOps  []int // acquire, release, refresh
+	lockOps  []int // acquire, release, refresh, and the nested ones of nested leases
 	acquires []int
 	releases []int
 	reads    []int
@@ -49,6 +49,14 @@ type keyIndex struct {
 	leases   []*lease // acquired ones, in acquire call order
 	byLease  map[string]*lease
 	holds    []*hold // in start order
+	// nested are the leases nested acquires took under a token of their
+	// own: a lock that is not reentrant makes its holder's nested acquire
+	// wait for its own key until the outer lease runs out, then take the
+	// key afresh. The key is held then, which liveness and the lock's
+	// model (lockOps) must see. The holder already holds the key by its
+	// outer acquire, so the checkers of holders (mutual exclusion,
+	// foreign release) do not count the nested hold again.
+	nested []*lease
 }
 
 // lease is one acquisition's token and what was done with it.
@@ -59,6 +67,7 @@ type lease struct {
 	refreshes []int
 	releases  []int
 	hold      *hold // nil unless the acquire returned ok
+	nested    bool  // taken by a nested acquire (see keyIndex.nested)
 }
 
 // hold is the time a client believed it held a key: from its acquire's
@@ -126,6 +135,11 @@ func newIndex(h *history.History) *index {
 			}
 		}
 		sort.SliceStable(k.holds, func(i, j int) bool { return k.holds[i].start < k.holds[j].start })
+		for _, l := range k.nested {
+			if a := &ix.ops[l.acquire]; a.Status == history.OK {
+				l.hold = ix.makeHold(l, a)
+			}
+		}
 	}
 	return ix
 }
@@ -170,6 +184,9 @@ func (b *indexer) add(i int) {
 		k := b.key(o.Key)
 		k.writes = append(k.writes, i)
 		return
+	case history.NestedAcquire, history.NestedRelease:
+		b.nested(o, i)
+		return
 	default:
 		return
 	}
@@ -207,6 +224,42 @@ func (b *indexer) add(i int) {
 	case history.Refresh:
 		l.refreshes = append(l.refreshes, i)
 	}
+}
+
+// nested files a nested acquire that took the key under an owner of its
+// own (see keyIndex.nested), and the nested releases of such a lease. A
+// nested acquire of a reentrant lock names the owner of the process's
+// outer acquire and is filed nowhere: the outer lease stands for it.
+func (b *indexer) nested(o *history.Operation, i int) {
+	if o.Lease == "" || o.Key == "" {
+		return
+	}
+	k := b.key(o.Key)
+	if o.Op == history.NestedRelease {
+		if l := k.byLease[o.Lease]; l != nil && l.nested {
+			l.releases = append(l.releases, i)
+			k.lockOps = append(k.lockOps, i)
+		}
+		return
+	}
+	if o.Status == history.Fail || k.byLease[o.Lease] != nil || sameOwner(b.lastLease[procKey{o.Process, o.Key}], o.Lease) {
+		return
+	}
+	l := &lease{key: o.Key, id: o.Lease, acquire: i, ttl: int64(o.TTL), nested: true}
+	k.lockOps = append(k.lockOps, i)
+	k.byLease[o.Lease] = l
+	k.nested = append(k.nested, l)
+	if b.byID[o.Lease] == nil {
+		b.byID[o.Lease] = l
+	}
+}
+
+// sameOwner reports whether two leases belong to one owner: the same
+// lease, or two acquisitions of one reentrant owner.
+func sameOwner(a, b string) bool {
+	oa, _, _ := history.ParseReentrantLease(a)
+	ob, _, _ := history.ParseReentrantLease(b)
+	return a != "" && oa == ob
 }
 
 // name fills in the lease (and key) a lock operation left out.

@@ -221,9 +221,9 @@ func (l *linearizable) inputs(ix *index, key string, km *keyModel) *keyCheck {
 			client: o.Client, process: o.Process, op: i, bit: -1,
 		}
 		switch o.Op {
-		case history.Acquire:
+		case history.Acquire, history.NestedAcquire:
 			in.kind = kAcquire
-		case history.Release:
+		case history.Release, history.NestedRelease:
 			in.kind = kRelease
 			in.deleted = o.Deleted != nil && *o.Deleted
 		case history.Refresh:

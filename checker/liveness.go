@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,13 +110,12 @@ func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter i
 		waiting[i].to = max(waiting[i].from, waiting[i].to-ttl)
 	}
 	for _, h := range k.holds {
-		// A hold that runs to the end of the history still counts: its
-		// holder is alive and may release yet.
-		end := h.end
-		if h.endedBy == "end" {
-			end = forever
+		holds = append(holds, h.believed())
+	}
+	for _, l := range k.nested {
+		if l.hold != nil {
+			holds = append(holds, l.hold.believed())
 		}
-		holds = append(holds, span{h.start, max(end, h.start+1)})
 	}
 	holds = append(holds, refused(ix, k)...)
 	holds = append(holds, maybeTaken(ix, k, ttl)...)
@@ -129,6 +129,17 @@ func (l *liveness) stuck(c *collector, ix *index, k *keyIndex, ttl, stuckAfter i
 		stuck = append(stuck, s)
 	}
 	return stuck
+}
+
+// believed is the span a holder believed it held the key. A hold that
+// runs to the end of the history lasts for ever: its holder is alive and
+// may release yet.
+func (h *hold) believed() span {
+	end := h.end
+	if h.endedBy == "end" {
+		end = forever
+	}
+	return span{h.start, max(end, h.start+1)}
 }
 
 func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anomaly {
@@ -242,11 +253,12 @@ func releaseOutcome(r *history.Operation) string {
 // lease could have been alive. A lease (of an ok or unknown acquire) may be
 // alive from its acquire's call until its own release deleted it, or until
 // it surely expired: the return of its last renewal plus ttl (for an
-// unknown acquire or refresh, the time the client gave up waiting for it).
+// unknown acquire or refresh, the time the client gave up waiting for it;
+// for a lock that renews unseen, the end of its hold).
 // Failures inside a stuck stretch are not reported again one by one.
 func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int64, stuck []span) {
 	var alive []span
-	for _, le := range k.leases {
+	for _, le := range slices.Concat(k.leases, k.nested) {
 		a := &ix.ops[le.acquire]
 		if a.Status == history.Fail {
 			continue
@@ -258,6 +270,10 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 				break
 			}
 			until = max(until, rn.ret+rn.ttl)
+		}
+		if h := le.hold; h != nil && ix.run != nil && ix.run.RenewsUnseen {
+			// Renewed unseen for as long as its holder kept it.
+			until = max(until, sat64(h.believed().to, le.ttl))
 		}
 		for _, ri := range le.releases {
 			r := &ix.ops[ri]
@@ -353,7 +369,11 @@ func sawFree(free []span, tries []history.Try, threshold int64) span {
 // slow or broken path to Redis, not a free lock nobody could take.
 func maybeTaken(ix *index, k *keyIndex, ttl int64) []span {
 	var out []span
-	for _, i := range k.acquires {
+	acquires := k.acquires
+	for _, l := range k.nested {
+		acquires = append(acquires[:len(acquires):len(acquires)], l.acquire)
+	}
+	for _, i := range acquires {
 		o := &ix.ops[i]
 		if o.Status != history.Unknown {
 			continue

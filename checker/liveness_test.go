@@ -76,6 +76,23 @@ func TestLivenessJudgesAttempts(t *testing.T) {
 				b.acquireFail(c, c, 200, 1000).tried(tries...)
 			}
 		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 2}, "no acquire of lock:0 succeeded from 0.200s"},
+		// The lock extends its keys where the harness cannot see it: no
+		// refresh in the history, yet the holder's key lived as long as
+		// the holder kept it, and a TTL after it let go.
+		{"a lease renewed unseen is alive while held", func(b *builder) {
+			b.run.RenewsUnseen = true
+			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 300, 301)
+			b.acquireFail(2, 2, 20, 390).tried(every(20, 390, 5)...)
+		}, nil, ""},
+		{"a lease renewed unseen is over a TTL after its release", func(b *builder) {
+			b.run.RenewsUnseen = true
+			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 300, 301)
+			b.acquireFail(2, 2, 360, 500).tried(every(360, 500, 5)...)
+		}, map[Kind]int{KindSpuriousFailure: 1}, "no lease could have been alive from 0.400s to 0.500s"},
+		{"without unseen renewal the same lease is over a TTL after its acquire", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 300, 301)
+			b.acquireFail(2, 2, 20, 290).tried(every(20, 290, 5)...)
+		}, map[Kind]int{KindSpuriousFailure: 1}, "no lease could have been alive from 0.101s to 0.290s"},
 		{"a lease refused late held the key for the others", func(b *builder) {
 			b.run.TTLMillis = 200
 			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)

@@ -23,6 +23,31 @@ func filler(b *builder, until float64) {
 	}
 }
 
+// selfDeadlock is a holder's nested acquire of a watchdog lock that is not
+// reentrant, on a TTL of 10 ms: it waits for its own key until the outer
+// lease "a" runs out at 11 ms, takes the key as "b", renews it every 5 ms
+// and releases both at 150 ms, while client 2 tries to acquire and is
+// refused.
+func selfDeadlock(b *builder) {
+	b.acquire(1, 1, "a", 0, 1)
+	b.nestedAcquire(1, 1, "a", "b", 1, 11.5)
+	for at := 15.0; at < 150; at += 5 {
+		b.refresh(1, 1, "b", at, at+0.5, history.OK)
+	}
+	b.nestedRelease(1, 1, "b", 150, 150.5, true)
+	b.release(1, 1, "a", 151, 151.5, false)
+	b.acquireFail(2, 2, 20, 140).tried(every(20, 140, 5)...)
+}
+
+// every lists attempts of half a millisecond every step ms from from to to.
+func every(from, to, step float64) [][2]float64 {
+	var out [][2]float64
+	for at := from; at+0.5 <= to; at += step {
+		out = append(out, [2]float64{at, at + 0.5})
+	}
+	return out
+}
+
 // What a lease does not bound must survive the cuts between windows: a
 // holder paused far longer than a window, a lease without TTL, the counter
 // of a key written rarely, the fencing token handed out long ago. Each case
@@ -69,6 +94,28 @@ func TestStreamCarriesState(t *testing.T) {
 				b.acquireFail(2, 2, t, t+5)
 			}
 		}, KindStuckLock, ""},
+		// A lock that is not reentrant: the holder's nested acquire waits
+		// for its own key until the outer lease runs out, then takes it
+		// under a token of its own and holds it for 13 TTLs. The others,
+		// refused all along, were refused a held key.
+		{"nested acquire took the key afresh", func(b *builder) {
+			selfDeadlock(b)
+		}, "", ""},
+		// Once that nested lease is deleted the key is free, and an
+		// acquire that keeps finding it so for two TTLs and failing is
+		// spurious.
+		{"key free after the nested lease", func(b *builder) {
+			selfDeadlock(b)
+			b.acquireFail(3, 3, 160, 180).tried(every(160, 180, 5)...)
+		}, KindSpuriousFailure, ""},
+		// A lock that renews its key unseen (a library's own goroutine):
+		// no refresh in the history, the holder keeps the key for 14
+		// TTLs, and the others were refused a held key all along.
+		{"lease renewed unseen across many windows", func(b *builder) {
+			b.run.RenewsUnseen = true
+			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 140, 141)
+			b.acquireFail(2, 2, 20, 148).tried(every(20, 148, 5)...)
+		}, "", ""},
 		// A legal history: the release ran at once but its reply came 30
 		// TTLs later, long after the next holder came and went; a window
 		// cut while it was in flight must not take the lease for held.

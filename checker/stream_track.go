@@ -45,7 +45,8 @@ func (s *Stream) track(e history.Event) {
 			s.noteStall(e)
 		case history.Crash:
 			for _, l := range s.holds[e.Process] {
-				l.held, l.crash = false, e.Index
+				s.letGo(l, e.Time)
+				l.crash = e.Index
 			}
 			delete(s.holds, e.Process)
 		}
@@ -64,7 +65,7 @@ func (s *Stream) track(e history.Event) {
 			o.lease.open++
 			o.lease.last = e.Time
 			if (e.Op == history.Release || e.Op == history.NestedRelease) && o.lease.held && o.lease.process == e.Process {
-				o.lease.held = false
+				s.letGo(o.lease, e.Time)
 				s.unhold(e.Process, o.lease)
 			}
 		}
@@ -78,13 +79,14 @@ func (s *Stream) track(e history.Event) {
 	o.done, o.last = true, e.Time
 	if e.Op == history.Acquire || e.Op == history.NestedAcquire {
 		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
-		if e.Op == history.Acquire && e.Type == history.OK && s.cut != nil {
+		if e.Type == history.OK && s.cut != nil && (e.Op == history.Acquire || o.lease == nil || !sameOwner(o.lease.key.lease, e.Lease)) {
 			s.cut.held(e.Key, e.Time)
 		}
 	}
 	if e.Type == history.Unknown {
 		for _, l := range s.holds[e.Process] {
-			l.held, l.ender = false, e.ID
+			s.letGo(l, e.Time)
+			l.ender = e.ID
 		}
 		delete(s.holds, e.Process)
 	}
@@ -92,6 +94,14 @@ func (s *Stream) track(e history.Event) {
 		return
 	}
 	l := o.lease
+	fresh := e.Op == history.NestedAcquire && e.Type != history.Fail && e.Lease != "" &&
+		(l == nil || !sameOwner(l.key.lease, e.Lease))
+	if fresh && l != nil {
+		// A nested acquire that took the key under a token of its own
+		// (see keyIndex.nested) is its lease's, not the outer one's.
+		l.open--
+		l = nil
+	}
 	if l == nil && e.Lease != "" {
 		// An acquire learns its lease when it returns.
 		l = s.lease(e.Key, e.Lease)
@@ -107,7 +117,7 @@ func (s *Stream) track(e history.Event) {
 	ttl := e.TTLMillis * 1e6
 	renewal := e.Op == history.Acquire || e.Op == history.Refresh || e.Op == history.NestedAcquire
 	switch {
-	case renewal && e.Type == history.Unknown && e.Op == history.Acquire:
+	case renewal && e.Type == history.Unknown && (e.Op == history.Acquire || fresh):
 		// An acquire of unknown outcome may take effect late (a paused
 		// server running what sat in its socket): keep it a while longer.
 		reach, _, _ := s.sizes()
@@ -122,12 +132,21 @@ func (s *Stream) track(e history.Event) {
 	if e.Op == history.Acquire || e.Op == history.Refresh {
 		s.maxTTL = max(s.maxTTL, ttl)
 	}
-	if e.Op == history.Release && e.Type == history.OK && e.Deleted != nil && *e.Deleted {
+	if (e.Op == history.Release || e.Op == history.NestedRelease) && e.Type == history.OK && e.Deleted != nil && *e.Deleted {
 		l.gone = true
 	}
-	if e.Op == history.Acquire && e.Type == history.OK {
+	if (e.Op == history.Acquire || fresh) && e.Type == history.OK {
 		l.acquired, l.held, l.process = true, true, e.Process
 		s.holds[e.Process] = append(s.holds[e.Process], l)
+	}
+}
+
+// letGo ends l's hold at t. A lock that renews unseen kept renewing it
+// until then, so it may be alive a TTL longer.
+func (s *Stream) letGo(l *leaseInfo, t int64) {
+	l.held = false
+	if s.run != nil && s.run.RenewsUnseen {
+		l.until = max(l.until, sat64(t, s.ttl()))
 	}
 }
 

@@ -146,6 +146,11 @@ type RunInfo struct {
 	Seed      int64             `json:"seed"`
 	Started   time.Time         `json:"started"`
 	Params    map[string]string `json:"params,omitempty"`
+	// RenewsUnseen: the lock renews its leases where the harness cannot
+	// see it (locks.Entry.RenewsUnseen), so a lease may be alive until
+	// its holder lets go of it plus a TTL, whatever refreshes the history
+	// shows.
+	RenewsUnseen bool `json:"renews_unseen,omitempty"`
 }
 
 // TTL returns the configured lease time of the run.

@@ -254,6 +254,14 @@ type Entry struct {
 	// Nodes is how many independent Redis masters it needs; 0 means 1.
 	Nodes int
 	New   Factory
+	// RenewsUnseen declares that the lock extends its keys in the
+	// background where the harness cannot see it (a library's own
+	// goroutine on its own client, reporting nothing through
+	// Hooks.Renew): the history then holds no refresh, and without this a
+	// lease would look over one TTL after its acquire, the key free, and
+	// every acquire refused after that a spurious failure. The history's
+	// header records it (history.RunInfo.RenewsUnseen).
+	RenewsUnseen bool
 	// Settings are the knobs this lock reads beyond the run's own (from
 	// Config.Settings): each is a flag of torture run and a spec key.
 	Settings []settings.Setting
