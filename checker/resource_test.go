@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -188,4 +189,51 @@ func TestOversell(t *testing.T) {
 			t.Errorf("stats %v", res.Stats)
 		}
 	})
+}
+
+// A run of hours starts a sale every few purchases: the stream closes a
+// sale idle for closeAfter TTLs and forgets it forgetAfter TTLs after, so
+// what it carries stays bounded, while a late purchase of a sale closed
+// but not yet forgotten still counts against its stock.
+func TestOversellForgetsOldSales(t *testing.T) {
+	var ops []rop
+	for i := range 200 { // a sale every 5 ms of a 10 ms TTL: 100 TTLs
+		key := fmt.Sprintf("sale:%d:stock", i)
+		at := float64(i) * 5
+		ops = append(ops, rop{client: 0, proc: 1, op: history.Restock, key: key, value: i64(2), call: at, ret: at + 0.1},
+			rop{client: 1, proc: 2, op: history.Buy, key: key, value: i64(1), call: at + 1, ret: at + 1.1},
+			rop{client: 2, proc: 3, op: history.Buy, key: key, value: i64(2), call: at + 2, ret: at + 2.1})
+	}
+	// Sale 100 closed 10 TTLs after its last purchase at 502 ms; a third
+	// unit of it sold at 702 ms, 20 TTLs after that purchase (closed, not
+	// yet forgotten), is an oversell.
+	ops = append(ops, rop{client: 3, proc: 4, op: history.Buy, key: "sale:100:stock", value: i64(3), call: 650, ret: 702})
+	h := opsHistory(t, 10, ops...)
+	s, err := NewStream(Builtin(), []string{"oversell"}, MutexOptions{MaxAnomalies: -1}, StreamOptions{Window: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+	for _, e := range h.Events {
+		s.Add(ctx, e)
+	}
+	rep := s.Close(ctx)
+	var res Result
+	for _, r := range rep.Results {
+		if r.Checker == "oversell" {
+			res = r
+		}
+	}
+	if res.Count[KindOversell] != 1 {
+		t.Errorf("oversells %d, want the late third unit of sale 100: %s", res.Count[KindOversell], dump(res.Anomalies))
+	}
+	// Sales idle since before 30 TTLs ago at the last window are gone.
+	if f := res.Stats["forgotten_sales"]; f < 100 || f > 180 {
+		t.Errorf("forgotten_sales %d, want most of the 200 sales", f)
+	}
+	whole := Oversell().Check(ctx, h)
+	if whole.Count[KindOversell] != 1 {
+		t.Errorf("whole check: oversells %d, want 1", whole.Count[KindOversell])
+	}
 }

@@ -20,20 +20,32 @@ const KindDoubleBuy Kind = "double-buy"
 //
 // A sale idle for closeAfter TTLs is closed: its units and the count sold
 // are kept, its buyers forgotten, so a purchase that comes later still
-// counts against the stock, but is not judged as a double-buy.
+// counts against the stock, but is not judged as a double-buy. A closed
+// sale idle for forgetAfter TTLs is forgotten, so that a run of hours,
+// which starts a sale every few purchases, is checked in bounded memory:
+// a purchase that names it later (its client stood still for that long
+// between choosing the sale and buying) waits for a stock it will never
+// see, and counts among the unstocked sales.
 func Oversell(opts ...Option) Checker {
 	return newCarryingChecker("oversell", opts, func() carrier {
-		return &sellJudge{sales: map[string]*sale{}, closed: map[string]closedSale{}}
+		return &sellJudge{sales: map[string]*sale{}, closed: map[string]*closedSale{}}
 	})
 }
 
-// closeAfter is how long, in TTLs, a sale stays open without a purchase.
-const closeAfter = 10
+// closeAfter and forgetAfter are how long, in TTLs, a sale stays open, and
+// then closed, without a purchase.
+const (
+	closeAfter  = 10
+	forgetAfter = 30
+)
 
-// sellJudge carries the open sales and what is kept of the closed ones.
+// sellJudge carries the open sales and what is kept of the closed ones,
+// in the order they closed.
 type sellJudge struct {
-	sales  map[string]*sale
-	closed map[string]closedSale
+	sales     map[string]*sale
+	closed    map[string]*closedSale
+	closedAt  []closing
+	forgotten int64
 }
 
 // sale is what the judge carries of one open sale.
@@ -41,12 +53,24 @@ type sale struct {
 	units   int64
 	stocked bool
 	sold    int64 // ok purchases judged against the stock
-	buyers  map[int64]*history.Operation
+	buyers  map[int64]buyer
 	waiting []*history.Operation // ok purchases before the stock was known
 	last    int64                // the latest return of an operation of it
 }
 
-type closedSale struct{ units, sold int64 }
+// buyer is what a double-buy names of the first purchase.
+type buyer struct {
+	client, process int
+	ret             int64
+}
+
+type closedSale struct{ units, sold, last int64 }
+
+// closing is a sale's place in the order of closing.
+type closing struct {
+	key string
+	at  int64 // its last activity when it closed
+}
 
 // sellCount is what one window counted.
 type sellCount struct{ sales, sold, over, doubles, failed, unknown int64 }
@@ -68,14 +92,19 @@ func (j *sellJudge) judge(c *collector, w *Window) {
 		}
 	}
 	unstocked := int64(0)
+	ttl := runTTL(w.Run)
 	for key, sl := range j.sales {
 		switch {
 		case w.Final && !sl.stocked:
 			unstocked++ // a sale the history never stocked: nothing to compare
-		case sl.stocked && sl.last < w.Later-closeAfter*runTTL(w.Run):
-			j.closed[key] = closedSale{sl.units, sl.sold}
+		case sl.stocked && sl.last < w.Later-closeAfter*ttl:
+			j.closed[key] = &closedSale{sl.units, sl.sold, sl.last}
+			j.closedAt = append(j.closedAt, closing{key, sl.last})
 			delete(j.sales, key)
 		}
+	}
+	if !w.Final {
+		j.forget(w.Later - forgetAfter*ttl)
 	}
 	c.stat("sales", n.sales)
 	c.stat("sold", n.sold)
@@ -84,12 +113,34 @@ func (j *sellJudge) judge(c *collector, w *Window) {
 	c.stat("failed_buys", n.failed)
 	c.stat("unknown_buys", n.unknown)
 	c.stat("unstocked_sales", unstocked)
+	if w.Final {
+		c.stat("forgotten_sales", j.forgotten)
+	}
+}
+
+// forget drops the closed sales idle since before horizon, oldest first; a
+// sale a late purchase touched goes back in line at its new activity.
+func (j *sellJudge) forget(horizon int64) {
+	n := 0
+	for _, c := range j.closedAt {
+		if c.at >= horizon {
+			break
+		}
+		n++
+		if cs := j.closed[c.key]; cs != nil && cs.last > c.at {
+			j.closedAt = append(j.closedAt, closing{c.key, cs.last})
+			continue
+		}
+		delete(j.closed, c.key)
+		j.forgotten++
+	}
+	j.closedAt = j.closedAt[n:]
 }
 
 func (j *sellJudge) sale(key string) *sale {
 	sl := j.sales[key]
 	if sl == nil {
-		sl = &sale{buyers: map[int64]*history.Operation{}}
+		sl = &sale{buyers: map[int64]buyer{}}
 		j.sales[key] = sl
 	}
 	return sl
@@ -118,7 +169,7 @@ func (j *sellJudge) restock(c *collector, n *sellCount, o *history.Operation) {
 func (j *sellJudge) buy(c *collector, n *sellCount, o *history.Operation) {
 	if cs, gone := j.closed[o.Key]; gone {
 		j.count(c, n, o.Key, cs.units, &cs.sold, o)
-		j.closed[o.Key] = cs
+		cs.last = max(cs.last, o.Return)
 		return
 	}
 	sl := j.sale(o.Key)
@@ -127,13 +178,13 @@ func (j *sellJudge) buy(c *collector, n *sellCount, o *history.Operation) {
 	if a, ok := sl.buyers[user]; ok {
 		n.doubles++
 		c.add(Anomaly{
-			Kind: KindDoubleBuy, Clients: uniqueInts(a.Client, o.Client), Processes: uniqueInts(a.Process, o.Process),
+			Kind: KindDoubleBuy, Clients: uniqueInts(a.client, o.Client), Processes: uniqueInts(a.process, o.Process),
 			Keys: []string{o.Key}, StartNS: o.Call, EndNS: o.Return,
 			Detail: fmt.Sprintf("user %d bought in %s twice: through client %d at %s and client %d at %s",
-				user, o.Key, a.Client, fmtTime(a.Return), o.Client, fmtTime(o.Return)),
+				user, o.Key, a.client, fmtTime(a.ret), o.Client, fmtTime(o.Return)),
 		})
 	} else {
-		sl.buyers[user] = held(o)
+		sl.buyers[user] = buyer{o.Client, o.Process, o.Return}
 	}
 	if !sl.stocked {
 		sl.waiting = append(sl.waiting, held(o))

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/locktorture/locktorture/checker"
@@ -20,8 +22,15 @@ import (
 
 // extent is what the first pass learns.
 type extent struct {
-	end   int64
-	holds map[string]int // ok acquires per key
+	end int64
+	// holds counts the ok acquires of each key the page may draw: every
+	// key of a lock operation or of an anomaly, and the first few of the
+	// others by name (see extentScanner).
+	holds map[string]int
+	// hidden counts the other keys, which the page never draws; over: at
+	// least that many (the count stopped at maxCountedKeys).
+	hidden int
+	over   bool
 	// regions are, for each busy key, the spans whose holds are kept.
 	regions map[string][]span
 	named   map[string]bool // leases an anomaly names
@@ -31,22 +40,50 @@ type extent struct {
 type span struct{ from, to int64 }
 
 // extentScanner is the first pass, one event at a time.
+//
+// The page draws the keys anomalies name, then the others by name, up to
+// maxKeysShown. A run's lock keys are as many as it was given, but a
+// guarded resource may name a new key for ever (each flash sale has its
+// own stock key): so the scanner keeps every key of a lock operation or
+// an anomaly, only the first maxKeysShown of the other keys by name, and
+// counts the rest, so that its memory does not grow with the run.
 type extentScanner struct {
 	end   int64
 	holds map[string]int
-	infos []history.Event
+	// anomalous are the keys the anomalies name.
+	anomalous map[string]bool
+	// first are the smallest names of the other keys, sorted; others
+	// the hashes of every other key, up to maxCountedKeys of them.
+	first  []string
+	others map[uint64]bool
+	infos  []history.Event
 }
 
-func newExtentScanner() *extentScanner { return &extentScanner{holds: map[string]int{}} }
+// maxCountedKeys bounds the keys counted one by one past the drawn ones.
+const maxCountedKeys = 1 << 16
+
+func newExtentScanner(anomalies []checker.Anomaly) *extentScanner {
+	x := &extentScanner{holds: map[string]int{}, anomalous: map[string]bool{}, others: map[uint64]bool{}}
+	for _, a := range anomalies {
+		for _, k := range a.Keys {
+			x.anomalous[k] = true
+		}
+	}
+	return x
+}
 
 func (x *extentScanner) add(e history.Event) {
 	x.end = e.Time
 	switch {
 	case e.Type == history.Invoke && e.Key != "":
-		// Every key an operation names gets a timeline, held or not.
-		if _, ok := x.holds[e.Key]; !ok {
-			x.holds[e.Key] = 0
+		if _, ok := x.holds[e.Key]; ok {
+			break
 		}
+		if lockOp(e.Op) || x.anomalous[e.Key] {
+			x.holds[e.Key] = 0
+			break
+		}
+		x.other(e.Key)
 	case e.Type == history.OK && e.Op == history.Acquire:
 		x.holds[e.Key]++
 	case e.Type == history.Info && (e.Op == history.FaultStart || e.Op == history.FaultHeal):
@@ -54,10 +91,52 @@ func (x *extentScanner) add(e history.Event) {
 	}
 }
 
+// other notes a key only a resource operation names: among the first by
+// name, and counted.
+func (x *extentScanner) other(key string) {
+	if len(x.others) < maxCountedKeys {
+		x.others[keyHash(key)] = true
+	}
+	i, found := slices.BinarySearch(x.first, key)
+	if found || i >= maxKeysShown {
+		return
+	}
+	x.first = slices.Insert(x.first, i, key)
+	if len(x.first) > maxKeysShown {
+		x.first = x.first[:maxKeysShown]
+	}
+}
+
+func keyHash(key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return h.Sum64()
+}
+
+// lockOp reports whether op is an operation on a lock key.
+func lockOp(op history.Op) bool {
+	switch op {
+	case history.Acquire, history.Release, history.Refresh, history.NestedAcquire, history.NestedRelease:
+		return true
+	}
+	return false
+}
+
 // finish places the detail windows' stretches on the busy keys: ttl is the
 // run's (the windows' padding), anomalies those the page will list.
 func (x *extentScanner) finish(ttl int64, anomalies []checker.Anomaly) *extent {
+	for _, k := range x.first {
+		if _, ok := x.holds[k]; !ok {
+			x.holds[k] = 0
+		}
+	}
 	ext := &extent{end: x.end, holds: x.holds, regions: map[string][]span{}, named: map[string]bool{}}
+	ext.hidden, ext.over = len(x.others), len(x.others) == maxCountedKeys
+	for k := range x.holds {
+		if x.others[keyHash(k)] {
+			ext.hidden-- // drawn after all
+		}
+	}
 	for _, a := range anomalies {
 		for _, l := range a.Leases {
 			ext.named[l] = true

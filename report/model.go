@@ -78,13 +78,17 @@ type anomalyRef struct {
 
 // model is everything the timeline needs.
 type model struct {
-	End       int64
-	TTL       int64
-	Clients   int
-	Keys      []*keyModel
-	Faults    []history.Window
-	Switches  []history.Event
-	Anomalies []anomalyRef
+	End     int64
+	TTL     int64
+	Clients int
+	Keys    []*keyModel
+	// HiddenKeys counts the keys not in Keys, which the page never draws
+	// (at least that many when HiddenOver).
+	HiddenKeys int
+	HiddenOver bool
+	Faults     []history.Window
+	Switches   []history.Event
+	Anomalies  []anomalyRef
 }
 
 // maxLinesPerAnomaly bounds the history lines listed for one anomaly.
@@ -99,7 +103,7 @@ func buildModel(h *history.History, anomalies []checker.Anomaly) *model {
 
 // builderOf makes both passes over a history held in memory.
 func builderOf(h *history.History, anomalies []checker.Anomaly) *modelBuilder {
-	x := newExtentScanner()
+	x := newExtentScanner(anomalies)
 	for _, e := range h.Events {
 		x.add(e)
 	}
@@ -240,7 +244,6 @@ func (b *modelBuilder) complete(o *openOp, done *history.Event, doneLine int) {
 		return
 	}
 	ck := clientKey{o.key, o.client}
-	b.keyOf(o.key)
 	status, ret := history.Unknown, toEnd
 	if done != nil {
 		status, ret = done.Type, done.Time
@@ -248,6 +251,10 @@ func (b *modelBuilder) complete(o *openOp, done *history.Event, doneLine int) {
 	if b.wanted[o.process] {
 		b.pops = append(b.pops, procOp{process: o.process, key: o.key, call: o.call, ret: ret, line: o.line})
 	}
+	if _, drawn := b.ext.holds[o.key]; !drawn {
+		return // a key the page never draws (see extentScanner)
+	}
+	b.keyOf(o.key)
 	if status == history.Unknown {
 		b.marksOf[ck] = append(b.marksOf[ck], mark{Process: o.process, Op: o.op, Call: o.call, Ret: ret, Line: o.line})
 	}
@@ -425,6 +432,7 @@ func (b *modelBuilder) finish() *model {
 	for _, km := range b.keys {
 		m.Keys = append(m.Keys, km)
 	}
+	m.HiddenKeys, m.HiddenOver = b.ext.hidden, b.ext.over
 	sort.Slice(m.Keys, func(i, j int) bool { return m.Keys[i].Key < m.Keys[j].Key })
 	m.placeAnomalies(b.anomalies, all, b.pops)
 	return m

@@ -1,11 +1,14 @@
 package report
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/summary"
 )
 
 func ms(v float64) int64 { return int64(v * 1e6) }
@@ -225,5 +228,60 @@ func TestReplayCommand(t *testing.T) {
 	r.Params = map[string]string{"nemesis": "a b; rm -rf /"}
 	if got := ReplayCommand(&r); !strings.HasSuffix(got, `--nemesis 'a b; rm -rf /'`) {
 		t.Errorf("unquoted parameter: %s", got)
+	}
+}
+
+// A guarded resource may name a new key for ever (a flash sale's stock key
+// each sale): the model keeps only the keys the page may draw (the lock
+// keys, those anomalies name, the first few others by name) and counts the
+// rest, exactly up to maxCountedKeys and "over" past it.
+func TestModelKeepsOnlyDrawableKeys(t *testing.T) {
+	sales := func(n int) *history.History {
+		b := newHB(t).add(op{client: 0, proc: 1, op: history.Acquire, lease: "a", ttl: 100, call: 0, ret: 1, status: history.OK})
+		for i := range n {
+			at := ms(2 + float64(i)*0.001)
+			key := fmt.Sprintf("sale:%05d:stock", n-i) // named in reverse: the first by name come last
+			b.info(history.Event{Time: at, Type: history.Invoke, Op: history.Buy, ID: int64(10 + 2*i), Process: 2, Client: 1, Key: key, Value: history.Int64(1)})
+			b.info(history.Event{Time: at, Type: history.OK, Op: history.Buy, ID: int64(10 + 2*i), Process: 2, Client: 1, Key: key})
+		}
+		return b.build()
+	}
+	anomalies := []checker.Anomaly{{Kind: checker.KindOversell, Clients: []int{1}, Keys: []string{"sale:01000:stock"}, StartNS: ms(2), EndNS: ms(3)}}
+	tests := []struct {
+		name   string
+		n      int
+		hidden int
+		over   bool
+	}{
+		{"counted", 2000, 2000 - maxKeysShown - 1, false},
+		{"past the count", maxCountedKeys + 50, maxCountedKeys, true}, // the drawn keys come last, past the count,
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := builderOf(sales(tt.n), anomalies)
+			m := b.finish()
+			var names []string
+			for _, km := range m.Keys {
+				names = append(names, km.Key)
+			}
+			want := []string{"lock:0", "sale:00001:stock", "sale:00002:stock", "sale:00003:stock", "sale:00004:stock",
+				"sale:00005:stock", "sale:00006:stock", "sale:01000:stock"}
+			if !slices.Equal(names, want) {
+				t.Errorf("keys %v, want %v", names, want)
+			}
+			if m.HiddenKeys != tt.hidden || m.HiddenOver != tt.over {
+				t.Errorf("hidden %d (over %v), want %d (over %v)", m.HiddenKeys, m.HiddenOver, tt.hidden, tt.over)
+			}
+			pg, err := buildPage(m, b.series, &summary.Summary{}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shown := len(pg.Keys); shown != maxKeysShown || pg.HiddenKeys != tt.hidden+len(want)-maxKeysShown {
+				t.Errorf("page draws %d keys and hides %d, want %d and %d", shown, pg.HiddenKeys, maxKeysShown, tt.hidden+len(want)-maxKeysShown)
+			}
+			if pg.Keys[0].Key != "sale:01000:stock" {
+				t.Errorf("the anomaly's key is not drawn first: %s", pg.Keys[0].Key)
+			}
+		})
 	}
 }

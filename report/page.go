@@ -30,6 +30,7 @@ type page struct {
 	AnomalyTotal  int
 	Keys          []keyView
 	HiddenKeys    int
+	HiddenOver    bool // at least HiddenKeys: the count stopped
 	Plots         []plotView
 	Faults        []faultView
 	HiddenFaults  int
@@ -122,8 +123,9 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 		}
 		return oi < oj
 	})
+	pg.HiddenKeys, pg.HiddenOver = m.HiddenKeys, m.HiddenOver
 	if len(keys) > maxKeysShown {
-		pg.HiddenKeys = len(keys) - maxKeysShown
+		pg.HiddenKeys += len(keys) - maxKeysShown
 		keys = keys[:maxKeysShown]
 	}
 	views := map[int]*anomalyView{}

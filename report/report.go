@@ -142,7 +142,7 @@ func Run(ctx context.Context, dir string, opts ...Option) (string, error) {
 // its extent, then into a new model builder (*bp), so that the report never
 // holds the events. It returns the history's header.
 func streamHistory(ctx context.Context, path string, anomalies []checker.Anomaly, bp **modelBuilder) (*history.RunInfo, error) {
-	x := newExtentScanner()
+	x := newExtentScanner(anomalies)
 	run, err := eachEvent(ctx, path, x.add)
 	if err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ const pageHTML = `<!DOCTYPE html>
 {{range .Notes}}<p class="small note"><a href="#{{.ID}}">#{{.N}}</a> <b>{{.Kind}}</b>: {{.Detail}}</p>{{end}}
 {{.SVG}}{{if .More}}<p class="small">Also here: {{range .More}}<a href="#{{.ID}}">#{{.N}} {{.Kind}}</a> · {{end}}</p>{{end}}</div>{{end}}
 </section>{{end}}
-{{if .HiddenKeys}}<p class="muted">{{.HiddenKeys}} more keys without anomalies are not drawn.</p>{{end}}
+{{if .HiddenKeys}}<p class="muted">{{if .HiddenOver}}Over {{end}}{{.HiddenKeys}} more keys without anomalies are not drawn.</p>{{end}}
 
 <h2 id="plots">Throughput and latency</h2>
 {{range .Plots}}<div class="plot-head"><h3>{{.Title}}</h3><span class="legend small plot-legend" data-plot="{{.ID}}">{{range .Legend}}<span><i class="sw" style="{{.Style}}"></i>{{.Name}}</span>{{end}}</span></div>
