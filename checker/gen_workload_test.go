@@ -121,6 +121,9 @@ func genWorkload(t testing.TB, o wlOptions) *history.History {
 		genFenced(g)
 	case "reentrant":
 		genReentrant(g)
+	case "reentrant-token":
+		g.b.run.Workload = "reentrant"
+		genNestedToken(g)
 	default:
 		t.Fatalf("no generator for %q", o.workload)
 	}
@@ -247,6 +250,60 @@ func genFenced(g *wlGen) {
 		}
 		g.op(c, spec{op: history.Release, key: lock, lease: lease, status: history.OK, deleted: history.Bool(true)}, 0)
 	}
+}
+
+// genNestedToken: the reentrant workload on a lock that is not reentrant.
+// A holder's nested acquire waits for its own key until the outer lease
+// runs out (or a chaotic client took it), then takes it under a token of
+// its own and renews it from a watchdog now and then; the others, waiting
+// meanwhile, are refused. Nested and outer release follow, the nested one
+// deleting the key.
+func genNestedToken(g *wlGen) {
+	ttl := g.o.ttl * 1e6
+	for g.n < g.o.ops {
+		c := g.next()
+		key := fmt.Sprintf("lock:%d", g.rng.Intn(2))
+		if g.free[key] > g.now[c] && g.rng.Intn(2) == 0 {
+			// Refused, having looked all along its call.
+			g.op(c, spec{op: history.Acquire, key: key, ttl: g.o.ttl, status: history.Fail}, 0)
+			g.tried()
+			continue
+		}
+		g.turn(c, key, ttl+3e6)
+		outer := fmt.Sprintf("t%d", g.n)
+		if g.op(c, spec{op: history.Acquire, key: key, lease: outer, ttl: g.o.ttl}, 0) != history.OK {
+			continue
+		}
+		// The nested acquire returns once the outer lease ran out.
+		g.now[c] = max(g.now[c], g.now[c]-g.rng.Int63n(2e6)+ttl)
+		inner := outer + "-nested"
+		st := g.op(c, spec{op: history.NestedAcquire, key: key, lease: outer, ttl: g.o.ttl}, 0)
+		if st == history.OK || st == history.Unknown {
+			g.b.events[len(g.b.events)-1].Lease = inner
+		}
+		if st != history.OK {
+			continue
+		}
+		if g.rng.Intn(2) == 0 {
+			g.op(c, spec{op: history.Refresh, key: key, lease: inner, ttl: g.o.ttl}, 0)
+		}
+		if g.op(c, spec{op: history.NestedRelease, key: key, lease: inner, deleted: history.Bool(true)}, 0) != history.OK {
+			g.b.events[len(g.b.events)-1].Deleted = nil
+			continue
+		}
+		g.op(c, spec{op: history.Release, key: key, lease: outer, deleted: history.Bool(false)}, 0)
+	}
+}
+
+// tried records, on the acquire just added, attempts every half
+// millisecond of its call, as a lock that looked all along would.
+func (g *wlGen) tried() {
+	done := &g.b.events[len(g.b.events)-1]
+	call := g.b.events[len(g.b.events)-2].Time
+	for at := int64(0); at+100 <= (done.Time-call)/1000; at += 500 {
+		done.Tries = append(done.Tries, [2]int64{at, at + 100})
+	}
+	done.Attempts = len(done.Tries)
 }
 
 // genReentrant: owners take a key, take it again nested, renew it from a

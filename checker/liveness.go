@@ -28,6 +28,15 @@ type LivenessOptions struct {
 	SpuriousThreshold time.Duration
 }
 
+// spuriousThreshold is SpuriousThreshold for a lease time of ttl.
+func (o LivenessOptions) spuriousThreshold(ttl int64) int64 {
+	t := int64(o.SpuriousThreshold)
+	if t <= 0 {
+		t = ttl / 4
+	}
+	return max(t, int64(time.Millisecond))
+}
+
 // Liveness returns the checker of the lock's second promise: a free lock
 // can be taken. It reports stuck locks (a key nobody could acquire for
 // StuckFactor TTLs while clients were waiting, nobody believed they held it
@@ -51,11 +60,7 @@ func (l *liveness) judge(_ context.Context, c *collector, ix *index) {
 		factor = 3
 	}
 	stuckAfter := int64(factor * float64(ttl))
-	threshold := int64(l.o.SpuriousThreshold)
-	if threshold <= 0 {
-		threshold = ttl / 4
-	}
-	threshold = max(threshold, int64(time.Millisecond))
+	threshold := l.o.spuriousThreshold(ttl)
 
 	var faults []span
 	for _, w := range ix.faults {
@@ -317,9 +322,7 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 				continue
 			}
 		}
-		// What a stuck stretch reported covers is not reported again; a
-		// sliver past its end (its last attempt's reply) is no new finding.
-		if rest := subtract([]span{s}, stuck); len(stuck) > 0 && longestWithin(rest, s.from, s.to).len() < threshold {
+		if stuckCovers(s, stuck, threshold) {
 			continue
 		}
 		c.add(Anomaly{
@@ -335,6 +338,20 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 				o.Client, k.key, fmtTime(o.Call), fmtTime(o.Return), fmtTime(s.from), fmtTime(s.to)),
 		})
 	}
+}
+
+// stuckCovers reports whether the free span s of a failed acquire is what a
+// stuck stretch reported already: s meets one of them (or starts within
+// threshold of its end: a sliver past it, the last attempt's reply) and
+// leaves less than threshold outside them. A stuck stretch elsewhere on
+// the key says nothing about s.
+func stuckCovers(s span, stuck []span, threshold int64) bool {
+	for _, st := range stuck {
+		if st.from < s.to && s.from < st.to+threshold {
+			return longestWithin(subtract([]span{s}, stuck), s.from, s.to).len() < threshold
+		}
+	}
+	return false
 }
 
 // sawFree returns the free stretch (of at least threshold) in which one of

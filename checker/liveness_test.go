@@ -76,6 +76,18 @@ func TestLivenessJudgesAttempts(t *testing.T) {
 				b.acquireFail(c, c, 200, 1000).tried(tries...)
 			}
 		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 2}, "no acquire of lock:0 succeeded from 0.200s"},
+		// A stuck stretch early on says nothing of a quick failure long
+		// after it, when the key was free again.
+		{"a quick failure far from a stuck stretch is spurious", func(b *builder) {
+			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
+			b.acquireUnknown(2, 2, "", 20, 70)
+			for _, c := range []int{3, 4} {
+				b.acquireFail(c, c, 200, 1000).tried(every(200, 1000, 50)...)
+			}
+			b.acquire(5, 5, "e", 1100, 1101).release(5, 5, "e", 1110, 1111, true)
+			b.acquireFail(6, 6, 1200, 1200.5).tried([2]float64{1200, 1200.3})
+			b.acquire(5, 5, "f", 1400, 1401)
+		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 3}, ""},
 		// The lock extends its keys where the harness cannot see it: no
 		// refresh in the history, yet the holder's key lived as long as
 		// the holder kept it, and a TTL after it let go.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,39 +77,61 @@ func startTimes(r Report) string {
 // the history (down to about one TTL) so that leases, holds and unknown
 // outcomes span many cuts.
 func TestStreamAgreesWithWholeHistory(t *testing.T) {
-	ctx := context.Background()
+	var mu sync.Mutex
 	verdicts := map[Verdict]int{}
 	windows := int64(0)
-	for seed := int64(1); seed <= 1000; seed++ {
-		r := rand.New(rand.NewSource(seed))
-		o := genOptions{clients: 2 + r.Intn(7), ops: 150 + r.Intn(450), ttl: int64(10 + r.Intn(60)), seed: seed,
-			unknown: r.Float64() * 0.1, orphan: r.Float64(), refresh: r.Intn(2) == 0}
-		if r.Intn(3) == 0 {
-			o.overrun = r.Float64() * 0.2
+	// The seeds in as many parts as there are cores, side by side.
+	parts := int64(runtime.GOMAXPROCS(0))
+	t.Run("seeds", func(t *testing.T) {
+		for part := range parts {
+			t.Run(fmt.Sprint(part), func(t *testing.T) {
+				t.Parallel()
+				for seed := 1 + part; seed <= 1000; seed += parts {
+					v, n := streamAgreesOn(t, seed)
+					mu.Lock()
+					verdicts[v]++
+					windows += n
+					mu.Unlock()
+				}
+			})
 		}
-		if r.Intn(3) == 0 {
-			o.violate = r.Float64() * 0.2
-		}
-		h := genMutex(t, o)
-		want := Compose(mustSelect(t)...).Report(ctx, h)
-		ttl := time.Duration(o.ttl) * time.Millisecond
-		// The last two close own parts by count, every few dozen events,
-		// long before their time is up.
-		for _, sz := range []StreamOptions{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {Window: 8 * ttl},
-			{MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
-			got, s := streamReportMax(t, h, sz)
-			windows += s.nWindows
-			if got.Verdict != want.Verdict || !sameTally(tally(got), tally(want)) {
-				t.Fatalf("seed %d (%+v), window %+v: stream %s %v, whole %s %v\nstream: %s\nwhole:  %s",
-					seed, o, sz, got.Verdict, tally(got), want.Verdict, tally(want), startTimes(got), startTimes(want))
-			}
-		}
-		verdicts[want.Verdict]++
-	}
+	})
 	t.Logf("verdicts %v, %d windows", verdicts, windows)
 	if verdicts[Invalid] < 20 || verdicts[Valid] < 20 {
 		t.Fatalf("the histories do not exercise both verdicts: %v", verdicts)
 	}
+}
+
+// streamAgreesOn generates the mutex history of seed, checks it whole and
+// through streams of six window shapes, fails t where they disagree, and
+// returns the whole check's verdict and the windows the streams cut.
+func streamAgreesOn(t *testing.T, seed int64) (Verdict, int64) {
+	ctx := context.Background()
+	windows := int64(0)
+	r := rand.New(rand.NewSource(seed))
+	o := genOptions{clients: 2 + r.Intn(7), ops: 150 + r.Intn(450), ttl: int64(10 + r.Intn(60)), seed: seed,
+		unknown: r.Float64() * 0.1, orphan: r.Float64(), refresh: r.Intn(2) == 0}
+	if r.Intn(3) == 0 {
+		o.overrun = r.Float64() * 0.2
+	}
+	if r.Intn(3) == 0 {
+		o.violate = r.Float64() * 0.2
+	}
+	h := genMutex(t, o)
+	want := Compose(mustSelect(t)...).Report(ctx, h)
+	ttl := time.Duration(o.ttl) * time.Millisecond
+	// The last two close own parts by count, every few dozen events,
+	// long before their time is up.
+	for _, sz := range []StreamOptions{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {Window: 8 * ttl},
+		{MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
+		got, s := streamReportMax(t, h, sz)
+		windows += s.nWindows
+		if got.Verdict != want.Verdict || !sameTally(tally(got), tally(want)) {
+			t.Fatalf("seed %d (%+v), window %+v: stream %s %v, whole %s %v\nstream: %s\nwhole:  %s",
+				seed, o, sz, got.Verdict, tally(got), want.Verdict, tally(want), startTimes(got), startTimes(want))
+		}
+	}
+	return want.Verdict, windows
 }
 
 func mustSelect(t testing.TB) []Checker {
@@ -217,9 +241,12 @@ func TestStreamAgreesOnWorkloads(t *testing.T) {
 		"stock":     {"oversell"},
 		"fenced":    {"stale-write", "lost-update", "fence-regression"},
 		"reentrant": {"reentrant", "lost-update"},
+		// The lock's own checkers, on nested leases of their own.
+		"reentrant-token": {"liveness", "mutual-exclusion", "linearizable", "foreign-release"},
 	}
-	for _, wl := range []string{"batch", "stock", "fenced", "reentrant"} {
+	for _, wl := range []string{"batch", "stock", "fenced", "reentrant", "reentrant-token"} {
 		t.Run(wl, func(t *testing.T) {
+			t.Parallel()
 			found := map[Verdict]int{}
 			for seed := int64(1); seed <= 40; seed++ {
 				r := rand.New(rand.NewSource(seed))

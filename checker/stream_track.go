@@ -1,6 +1,10 @@
 package checker
 
-import "github.com/locktorture/locktorture/history"
+import (
+	"slices"
+
+	"github.com/locktorture/locktorture/history"
+)
 
 // What a Stream knows of each operation and lease between windows: enough
 // to keep, when a window is pruned, every operation a later window may need
@@ -98,8 +102,10 @@ func (s *Stream) track(e history.Event) {
 		(l == nil || !sameOwner(l.key.lease, e.Lease))
 	if fresh && l != nil {
 		// A nested acquire that took the key under a token of its own
-		// (see keyIndex.nested) is its lease's, not the outer one's.
+		// (see keyIndex.nested) is its lease's, not the outer one's: it
+		// is kept, or not, with the release that deleted it.
 		l.open--
+		l.ops = slices.DeleteFunc(l.ops, func(id int64) bool { return id == e.ID })
 		l = nil
 	}
 	if l == nil && e.Lease != "" {

@@ -163,11 +163,18 @@ func (s *Stream) horizon(c *cut, final bool) func(key string) int64 {
 // judgedLater extends from to the calls of the acquires that a later window
 // judges (a failed acquire is judged where it returns, see
 // Anomaly.owner): that window must see every lease that may have been
-// alive while they tried, so their keys keep their history back to their
-// calls.
+// alive while they tried, and a spurious threshold before (the free
+// stretch an attempt saw is weighed whole, and may have begun before the
+// call), so their keys keep their history back that far.
 func (s *Stream) judgedLater(ownTo int64, from func(string) int64) func(string) int64 {
 	early := map[string]int64{}
+	ttl := int64(s.mo.Liveness.TTL)
+	if ttl <= 0 {
+		ttl = s.ttl()
+	}
+	before := s.mo.Liveness.spuriousThreshold(ttl) + expirySlack
 	note := func(key string, call int64) {
+		call -= before
 		if v, ok := early[key]; !ok || call < v {
 			early[key] = call
 		}
