@@ -3,7 +3,6 @@ package locktorture
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -29,15 +28,10 @@ func OptionsFromRun(r *history.RunInfo, regs Registries) (Options, error) {
 	if r.Topology != "" {
 		o.Topology = r.Topology
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
-		v := r.Params[k]
-		// Headers written before the settings were declared once used
-		// '_' in names and wrote "default" or nothing for unset values.
-		if v == "" || v == "default" {
-			continue
-		}
-		if err := o.Set(strings.ReplaceAll(k, "_", "-"), v); err != nil {
-			return Options{}, usage("run header param %s=%q: %v", k, v, err)
+	params := r.Settings()
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if err := o.Set(k, params[k]); err != nil {
+			return Options{}, usage("run header param %s=%q: %v", k, params[k], err)
 		}
 	}
 	return o, o.Validate()

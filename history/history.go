@@ -8,6 +8,7 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -151,6 +152,21 @@ type RunInfo struct {
 	// its holder lets go of it plus a TTL, whatever refreshes the history
 	// shows.
 	RenewsUnseen bool `json:"renews_unseen,omitempty"`
+}
+
+// Settings returns the header's settings under the names the settings have
+// today: headers written before the settings were declared once spelled
+// names with '_' and wrote "default" or nothing for unset values, which
+// are left out.
+func (r *RunInfo) Settings() map[string]string {
+	out := make(map[string]string, len(r.Params))
+	for k, v := range r.Params {
+		if v == "" || v == "default" {
+			continue
+		}
+		out[strings.ReplaceAll(k, "_", "-")] = v
+	}
+	return out
 }
 
 // TTL returns the configured lease time of the run.

@@ -160,13 +160,10 @@ func (s Size) String() string {
 	return out
 }
 
-// cloneHeader copies r with its own Params, to change without touching r.
+// cloneHeader copies r with its own Params, to change without touching r,
+// each setting under its name of today (history.RunInfo.Settings).
 func cloneHeader(r history.RunInfo) history.RunInfo {
-	p := make(map[string]string, len(r.Params))
-	for k, v := range r.Params {
-		p[k] = v
-	}
-	r.Params = p
+	r.Params = r.Settings()
 	return r
 }
 

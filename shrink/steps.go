@@ -115,34 +115,24 @@ func sooner(cur history.RunInfo) []proposal {
 	}
 	half := max(minInterval, (iv / 2).Round(10*time.Millisecond))
 	r := cloneHeader(cur)
-	setParam(r, "nemesis-interval", half.String())
+	r.Params["nemesis-interval"] = half.String()
 	if paramDuration(cur, "nemesis-duration", 0) <= 0 {
-		setParam(r, "nemesis-duration", iv.String()) // it defaults to the interval
+		r.Params["nemesis-duration"] = iv.String() // it defaults to the interval
 	}
 	if w := paramDuration(cur, "warmup", 0); w > 0 {
-		setParam(r, "warmup", max(minInterval, w/2).String())
+		r.Params["warmup"] = max(minInterval, w/2).String()
 	}
 	return []proposal{{fmt.Sprintf("nemesis-interval %s -> %s", iv, half), r}}
 }
 
-// paramDuration reads a duration setting of the run's header, def when it
-// was not set. Headers of older builds spell settings with underscores.
+// paramDuration reads a duration setting of the run's header (cloned,
+// so spelled as today), def when it was not set.
 func paramDuration(r history.RunInfo, name string, def time.Duration) time.Duration {
-	v, ok := r.Params[name]
-	if !ok {
-		v = r.Params[strings.ReplaceAll(name, "-", "_")]
-	}
-	d, err := time.ParseDuration(v)
+	d, err := time.ParseDuration(r.Params[name])
 	if err != nil {
 		return def
 	}
 	return d
-}
-
-// setParam sets a setting in the header, in place of an older spelling.
-func setParam(r history.RunInfo, name, v string) {
-	delete(r.Params, strings.ReplaceAll(name, "-", "_"))
-	r.Params[name] = v
 }
 
 // minRate is the lowest non-zero rate the search proposes: below it the
