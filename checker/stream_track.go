@@ -40,41 +40,58 @@ type opInfo struct {
 // track updates what the stream knows of the operation, lease and process
 // e belongs to.
 func (s *Stream) track(e history.Event) {
-	switch {
-	case e.Type == history.Info:
-		switch e.Op {
-		case history.FaultStart, history.FaultHeal, history.FaultStep, history.MasterSwitch:
-			s.faults = append(s.faults, e)
-		case history.Stall:
-			s.noteStall(e)
-		case history.Crash:
-			for _, l := range s.holds[e.Process] {
-				s.letGo(l, e.Time)
-				l.crash = e.Index
-			}
-			delete(s.holds, e.Process)
-		}
-		return
-	case e.Type == history.Invoke:
-		o := &opInfo{key: e.Key, call: e.Time, last: e.Time}
-		s.ops[e.ID] = o
-		acq := e.Op == history.Acquire || e.Op == history.NestedAcquire
-		s.open[e.ID] = openOp{call: e.Time, key: e.Key, acquire: acq}
-		if acq {
-			s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
-		}
-		if isLockOp(e.Op) && e.Lease != "" {
-			o.lease = s.lease(e.Key, e.Lease)
-			o.lease.ops = append(o.lease.ops, e.ID)
-			o.lease.open++
-			o.lease.last = e.Time
-			if (e.Op == history.Release || e.Op == history.NestedRelease) && o.lease.held && o.lease.process == e.Process {
-				s.letGo(o.lease, e.Time)
-				s.unhold(e.Process, o.lease)
-			}
-		}
-		return
+	switch e.Type {
+	case history.Info:
+		s.trackInfo(e)
+	case history.Invoke:
+		s.trackInvoke(e)
+	default:
+		s.trackDone(e)
 	}
+}
+
+// trackInfo notes faults, harness stalls and crashes (which end the
+// crashed process's holds).
+func (s *Stream) trackInfo(e history.Event) {
+	switch e.Op {
+	case history.FaultStart, history.FaultHeal, history.FaultStep, history.MasterSwitch:
+		s.faults = append(s.faults, e)
+	case history.Stall:
+		s.noteStall(e)
+	case history.Crash:
+		for _, l := range s.holds[e.Process] {
+			s.letGo(l, e.Time)
+			l.crash = e.Index
+		}
+		delete(s.holds, e.Process)
+	}
+}
+
+// trackInvoke opens the operation; a release invoked by the holder ends
+// its hold.
+func (s *Stream) trackInvoke(e history.Event) {
+	o := &opInfo{key: e.Key, call: e.Time, last: e.Time}
+	s.ops[e.ID] = o
+	acq := e.Op == history.Acquire || e.Op == history.NestedAcquire
+	s.open[e.ID] = openOp{call: e.Time, key: e.Key, acquire: acq}
+	if acq {
+		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
+	}
+	if isLockOp(e.Op) && e.Lease != "" {
+		o.lease = s.lease(e.Key, e.Lease)
+		o.lease.ops = append(o.lease.ops, e.ID)
+		o.lease.open++
+		o.lease.last = e.Time
+		if (e.Op == history.Release || e.Op == history.NestedRelease) && o.lease.held && o.lease.process == e.Process {
+			s.letGo(o.lease, e.Time)
+			s.unhold(e.Process, o.lease)
+		}
+	}
+}
+
+// trackDone completes the operation and updates its lease: how long it
+// may be alive, whether it is held, whether a release deleted it.
+func (s *Stream) trackDone(e history.Event) {
 	delete(s.open, e.ID)
 	o := s.ops[e.ID]
 	if o == nil {
