@@ -242,7 +242,17 @@ func (b *indexer) nested(o *history.Operation, i int) {
 		}
 		return
 	}
-	if o.Status == history.Fail || k.byLease[o.Lease] != nil || sameOwner(b.lastLease[procKey{o.Process, o.Key}], o.Lease) {
+	if o.Status == history.Fail || k.byLease[o.Lease] != nil {
+		return
+	}
+	// The lease entered again is the one the invocation named; only when
+	// it named none, the process's last acquisition of the key (which a
+	// window may have left out).
+	entered := o.Invoked
+	if entered == "" {
+		entered = b.lastLease[procKey{o.Process, o.Key}]
+	}
+	if sameOwner(entered, o.Lease) {
 		return
 	}
 	l := &lease{key: o.Key, id: o.Lease, acquire: i, ttl: int64(o.TTL), nested: true}
@@ -280,8 +290,11 @@ func (b *indexer) name(o *history.Operation) {
 			o.Key = l.key
 		}
 	}
-	if o.Lease == "" {
-		o.Lease = b.lastLease[procKey{o.Process, o.Key}]
+	last := b.lastLease[procKey{o.Process, o.Key}]
+	if o.Lease == "" || o.Op == history.Release && history.SameAcquisition(last, o.Lease) {
+		// A release names the process's acquisition of the key, at
+		// whatever depth the lock reported it.
+		o.Lease = last
 	}
 }
 

@@ -20,6 +20,7 @@ type leaseInfo struct {
 	ops      []int64 // its operations' ids
 	acquired bool    // an ok acquire returned
 	held     bool    // the hold is open (ok acquire, no release call, crash or unknown after it)
+	nested   bool    // a nested acquire took it under a token of its own
 	process  int
 	until    int64 // the latest it may be alive; forever without TTL
 	last     int64 // the latest event of its operations
@@ -78,11 +79,14 @@ func (s *Stream) trackInvoke(e history.Event) {
 		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
 	}
 	if isLockOp(e.Op) && e.Lease != "" {
-		o.lease = s.lease(e.Key, e.Lease)
+		o.lease = s.heldAcquisition(e)
+		if o.lease == nil {
+			o.lease = s.lease(e.Key, e.Lease)
+		}
 		o.lease.ops = append(o.lease.ops, e.ID)
 		o.lease.open++
 		o.lease.last = e.Time
-		if (e.Op == history.Release || e.Op == history.NestedRelease) && o.lease.held && o.lease.process == e.Process {
+		if (e.Op == history.Release || e.Op == history.NestedRelease && o.lease.nested) && o.lease.held && o.lease.process == e.Process {
 			s.letGo(o.lease, e.Time)
 			s.unhold(e.Process, o.lease)
 		}
@@ -159,7 +163,7 @@ func (s *Stream) trackDone(e history.Event) {
 		l.gone = true
 	}
 	if (e.Op == history.Acquire || fresh) && e.Type == history.OK {
-		l.acquired, l.held, l.process = true, true, e.Process
+		l.acquired, l.held, l.process, l.nested = true, true, e.Process, fresh
 		s.holds[e.Process] = append(s.holds[e.Process], l)
 	}
 }
@@ -196,6 +200,22 @@ func (s *Stream) lease(key, id string) *leaseInfo {
 		s.leases[k] = l
 	}
 	return l
+}
+
+// heldAcquisition returns, for the invocation of a release, the lease of
+// the same acquisition (history.SameAcquisition) its process holds on the
+// key: the release ends that hold and is kept with it, as the index files
+// it (indexer.name).
+func (s *Stream) heldAcquisition(e history.Event) *leaseInfo {
+	if e.Op != history.Release {
+		return nil
+	}
+	for _, l := range s.holds[e.Process] {
+		if l.key.key == e.Key && history.SameAcquisition(l.key.lease, e.Lease) {
+			return l
+		}
+	}
+	return nil
 }
 
 func (s *Stream) unhold(proc int, l *leaseInfo) {

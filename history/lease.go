@@ -17,6 +17,19 @@ func ReentrantLease(owner string, n, depth int64) string {
 	return fmt.Sprintf("%s%s%d/%d", owner, reentrantSep, n, depth)
 }
 
+// SameAcquisition reports whether two leases name one acquisition: the
+// same lease, or one acquisition of a reentrant owner at two depths (a
+// lock whose count came out one off names its outer acquire at depth 2
+// and its release at depth 1).
+func SameAcquisition(a, b string) bool {
+	if a == b {
+		return true
+	}
+	_, _, oka := ParseReentrantLease(a)
+	_, _, okb := ParseReentrantLease(b)
+	return oka && okb && a[:strings.LastIndexByte(a, '/')] == b[:strings.LastIndexByte(b, '/')]
+}
+
 // ParseReentrantLease splits a lease made by ReentrantLease. Any other lease
 // id is returned whole as the owner, with ok false.
 func ParseReentrantLease(lease string) (owner string, depth int64, ok bool) {

@@ -18,6 +18,10 @@ type Operation struct {
 	Op      Op
 	Key     string
 	Lease   string
+	// Invoked is the lease the invocation named, which the completion's
+	// Lease replaces: a nested acquire names the lease it enters again,
+	// and a lock that is not reentrant returns a lease of its own.
+	Invoked string
 	TTL     time.Duration // 0: no expiry
 	Call    int64
 	// Return is the completion time; for Unknown operations (and ones still
@@ -99,7 +103,7 @@ func (h *History) Operations() []Operation {
 func Pair(inv Event, done *Event, end int64) Operation {
 	o := Operation{
 		ID: inv.ID, Process: inv.Process, Client: inv.Client, Op: inv.Op, Key: inv.Key,
-		Lease: inv.Lease, TTL: time.Duration(inv.TTLMillis) * time.Millisecond,
+		Lease: inv.Lease, Invoked: inv.Lease, TTL: time.Duration(inv.TTLMillis) * time.Millisecond,
 		Call: inv.Time, Return: end, Status: Unknown, Fence: inv.Fence, Value: inv.Value,
 	}
 	if done == nil {
