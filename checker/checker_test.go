@@ -85,6 +85,14 @@ func TestLegalHistoriesPass(t *testing.T) {
 			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 5, 120)
 			b.release(1, 1, "a", 150, 151, false).release(2, 2, "b", 160, 161, true)
 		}},
+		{"a reentrant count one off ends with its release", func(b *builder) {
+			// A retried increment made the outer acquire report depth 2;
+			// the owner releases that acquisition at depth 1 and the
+			// next client takes the key: one holder at a time.
+			b.acquire(1, 1, "o#1/2", 0, 1).nestedAcquire(1, 1, "o", "o#1/3", 2, 3)
+			b.nestedRelease(1, 1, "o#1/3", 4, 5, false).release(1, 1, "o#1/1", 6, 7, true)
+			b.acquire(2, 2, "p#2/1", 8, 9).release(2, 2, "p#2/1", 10, 11, true)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -334,7 +334,13 @@ func genReentrant(g *wlGen) {
 			}
 			g.op(c, spec{op: history.Refresh, proc: dogs[c], key: key, lease: lease(1), ttl: g.o.ttl, status: history.OK}, 0)
 		}
-		if g.op(c, spec{op: history.NestedAcquire, key: key, lease: lease(off(2)), ttl: g.o.ttl}, 0) != history.OK {
+		// The invocation names the owner, as the workload does; the
+		// completion the acquisition and depth the lock reported.
+		st := g.op(c, spec{op: history.NestedAcquire, key: key, lease: owner, ttl: g.o.ttl}, 0)
+		if st != history.Fail {
+			g.b.events[len(g.b.events)-1].Lease = lease(off(2))
+		}
+		if st != history.OK {
 			continue
 		}
 		if g.op(c, spec{op: history.NestedRelease, key: key, lease: lease(2), value: history.Int64(off(1))}, 0) != history.OK {

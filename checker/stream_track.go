@@ -202,16 +202,24 @@ func (s *Stream) lease(key, id string) *leaseInfo {
 	return l
 }
 
-// heldAcquisition returns, for the invocation of a release, the lease of
-// the same acquisition (history.SameAcquisition) its process holds on the
-// key: the release ends that hold and is kept with it, as the index files
-// it (indexer.name).
+// heldAcquisition returns the lease held by e's process on e's key that
+// the invocation e belongs with. A release of the same acquisition
+// (history.SameAcquisition) ends that hold and is kept with it, as the
+// index files it (indexer.name). A nested acquire or release of the same
+// owner enters it again: kept with it, it goes when the hold is over,
+// while under the owner's name, which the process keeps all its life,
+// what is kept would grow with the run.
 func (s *Stream) heldAcquisition(e history.Event) *leaseInfo {
-	if e.Op != history.Release {
+	same := sameOwner
+	switch e.Op {
+	case history.Release:
+		same = history.SameAcquisition
+	case history.NestedAcquire, history.NestedRelease:
+	default:
 		return nil
 	}
 	for _, l := range s.holds[e.Process] {
-		if l.key.key == e.Key && history.SameAcquisition(l.key.lease, e.Lease) {
+		if l.key.key == e.Key && same(l.key.lease, e.Lease) {
 			return l
 		}
 	}
