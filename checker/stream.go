@@ -215,7 +215,7 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 		s.infos = append(s.infos, e)
 	} else {
 		inv, done := s.pairs.add(e)
-		if !isLockOp(e.Op) {
+		if !e.Op.IsLock() {
 			if done && e.Type == history.Unknown {
 				// It ends its process's hold, which the window must see.
 				s.track(inv)

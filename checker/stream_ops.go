@@ -66,7 +66,7 @@ func (p *pairer) take(final bool, end int64) []history.Operation {
 func (p *pairer) openResource() []history.Event {
 	var out []history.Event
 	for _, e := range p.open {
-		if !isLockOp(e.Op) {
+		if !e.Op.IsLock() {
 			out = append(out, e)
 		}
 	}

@@ -78,7 +78,7 @@ func (s *Stream) trackInvoke(e history.Event) {
 	if acq {
 		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
 	}
-	if isLockOp(e.Op) && e.Lease != "" {
+	if e.Op.IsLock() && e.Lease != "" {
 		o.lease = s.heldAcquisition(e)
 		if o.lease == nil {
 			o.lease = s.lease(e.Key, e.Lease)
@@ -115,7 +115,7 @@ func (s *Stream) trackDone(e history.Event) {
 		}
 		delete(s.holds, e.Process)
 	}
-	if !isLockOp(e.Op) {
+	if !e.Op.IsLock() {
 		return
 	}
 	l := o.lease
@@ -182,14 +182,6 @@ func sat64(t, d int64) int64 {
 		return forever
 	}
 	return t + d
-}
-
-func isLockOp(op history.Op) bool {
-	switch op {
-	case history.Acquire, history.Release, history.Refresh, history.NestedAcquire, history.NestedRelease:
-		return true
-	}
-	return false
 }
 
 func (s *Stream) lease(key, id string) *leaseInfo {

@@ -169,6 +169,16 @@ func (r *RunInfo) Settings() map[string]string {
 	return out
 }
 
+// IsLock reports whether op is an operation on a lock key (acquire,
+// release, refresh and their nested forms), not on the guarded resource.
+func (op Op) IsLock() bool {
+	switch op {
+	case Acquire, Release, Refresh, NestedAcquire, NestedRelease:
+		return true
+	}
+	return false
+}
+
 // TTL returns the configured lease time of the run.
 func (r *RunInfo) TTL() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
 

@@ -69,9 +69,10 @@ const (
 
 // classOf returns what op is: a built-in name, or one declared with WithOps.
 func (c *readConfig) classOf(op Op) opClass {
-	switch op {
-	case Acquire, Release, Refresh, NestedAcquire, NestedRelease:
+	if op.IsLock() {
 		return lockOp
+	}
+	switch op {
 	case Read, Write, Enqueue, Restock, Buy:
 		return resourceOp
 	case Crash, FaultStart, FaultStep, FaultHeal, MasterSwitch, Stall:

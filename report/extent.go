@@ -79,7 +79,7 @@ func (x *extentScanner) add(e history.Event) {
 		if _, ok := x.holds[e.Key]; ok {
 			break
 		}
-		if lockOp(e.Op) || x.anomalous[e.Key] {
+		if e.Op.IsLock() || x.anomalous[e.Key] {
 			x.holds[e.Key] = 0
 			break
 		}
@@ -111,15 +111,6 @@ func keyHash(key string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(key))
 	return h.Sum64()
-}
-
-// lockOp reports whether op is an operation on a lock key.
-func lockOp(op history.Op) bool {
-	switch op {
-	case history.Acquire, history.Release, history.Refresh, history.NestedAcquire, history.NestedRelease:
-		return true
-	}
-	return false
 }
 
 // finish places the detail windows' stretches on the busy keys: ttl is the
