@@ -43,7 +43,7 @@ func (r *run) runSchedule(ctx context.Context) error {
 	r.env.close()
 
 	st := c.runner.Stats()
-	r.res.Stats = Stats{Duration: elapsed, DurationMs: elapsed.Milliseconds(), Ops: st.Ops.Load(),
+	r.res.Stats = Stats{Duration: elapsed, DurationMs: elapsed.Milliseconds(), Ops: st.Ops.Load(), ResourceOps: st.ResourceOps.Load(),
 		Acquired: st.Acquired.Load(), AcquireFailed: st.AcquireFailed.Load(), Unknown: st.Unknown.Load(),
 		Crashes: st.Crashes.Load()}
 	if len(r.env.faults) > 0 {

@@ -19,7 +19,7 @@ func (r *run) write(ctx context.Context) error {
 		Stats: res.Stats, Faults: r.clients.live.stream.Faults()}
 	if rep := res.Report; rep != nil {
 		s.Counts, s.Classes, s.Anomalies, s.Checkers = rep.Count, rep.Classes, rep.Anomalies, rep.Results
-		s.Stalled, s.Notes = rep.Stalled, rep.Notes
+		s.Stalled, s.Notes, s.Untested = rep.Stalled, rep.Notes, rep.Untested
 	}
 	if err := summary.Write(res.Dir, s); err != nil {
 		return err

@@ -164,6 +164,10 @@ type Report struct {
 	// reached: a checker whose memory was not bounded, anomalies a stall of
 	// the harness itself explains.
 	Notes []string `json:"notes,omitempty"`
+	// Untested says what the history did not put to the test (no acquire
+	// succeeded, a fault never took effect); a verdict that would have been
+	// valid is then Untested. Set by a Stream, which sees the whole run.
+	Untested []string `json:"untested,omitempty"`
 }
 
 // DefaultMaxAnomalies is how many anomalies of one kind a result lists when

@@ -62,5 +62,8 @@ func (r *Report) Gate(f FailOn) Verdict {
 			return Unknown
 		}
 	}
+	if len(r.Untested) > 0 {
+		return Untested
+	}
 	return Valid
 }

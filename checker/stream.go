@@ -82,6 +82,7 @@ type Stream struct {
 	o      StreamOptions
 	mo     MutexOptions
 	run    *history.RunInfo
+	ev     evidence // what the run put to the test (see Untested)
 	judges []namedJudge
 	whole  []Checker
 	order  []string // checker names, in Select's order
@@ -199,6 +200,7 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 	if s.closed {
 		return
 	}
+	s.ev.add(e)
 	if e.Run != nil {
 		s.run = e.Run
 		return
@@ -450,6 +452,7 @@ func (s *Stream) Close(ctx context.Context) Report {
 	for _, name := range s.Unbounded() {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("memory not bounded: checker %s judges the whole history at once, so every event was kept for it", name))
 	}
+	rep.requireEvidence(&s.ev)
 	return rep
 }
 

@@ -278,8 +278,12 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 		res.Stats.Ops, res.Stats.Duration.Seconds(), res.Stats.OpsPerSec, res.Stats.Acquired,
 		res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.Crashes)
 	if f := res.Stats.Faults; f != nil {
-		fmt.Fprintf(stdout, "faults: %d started, %d found a target (%d after waiting, %d past the planned step), %d gave up\n",
-			f.Started, f.Aimed, f.Waited, f.Late, f.GaveUp)
+		tried := 0
+		for _, c := range f.ByFault {
+			tried += c.Started
+		}
+		fmt.Fprintf(stdout, "faults: %d of %d starts took effect, %d found a target (%d after waiting, %d past the planned step), %d gave up\n",
+			f.Started, tried, f.Aimed, f.Waited, f.Late, f.GaveUp)
 	}
 	details := ""
 	if res.Dir != "" {

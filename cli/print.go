@@ -43,4 +43,7 @@ func printReport(w io.Writer, r *checker.Report, details string) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	for _, u := range r.Untested {
+		fmt.Fprintf(w, "not tested: %s\n", u)
+	}
 }

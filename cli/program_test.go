@@ -41,3 +41,22 @@ func TestLockProgramErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUntestedFailsGate: a run whose fault never took effect is not a pass
+// under --expect valid: exit 1, and the output says what was not tested.
+func TestUntestedFailsGate(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	args := []string{"run", "--lock", "token", "--nemesis", "crash-redis", "--target", "random", "--nemesis-interval", "1h",
+		"--duration", "1s", "--ttl", "300ms", "--expect", "valid", "--out", t.TempDir()}
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != exitInvalid {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitInvalid, out.String(), errb.String())
+	}
+	for _, w := range []string{"verdict: UNTESTED", "not tested: fault crash-redis never took effect", "expected valid, got untested"} {
+		if !strings.Contains(out.String()+errb.String(), w) {
+			t.Errorf("output does not say %q:\n%s%s", w, out.String(), errb.String())
+		}
+	}
+}

@@ -65,6 +65,13 @@ type Lease struct {
 	Fence int64
 	// TTL the key was written with; 0 means it never expires.
 	TTL time.Duration
+	// Sent, when set, is when the command that wrote the key went out: a
+	// lock whose one try sends several commands (a GET before the SET, a
+	// SETNX then a PEXPIRE) says which one wrote it. Zero: the harness
+	// takes the send of the acquire's last command, which for such a lock
+	// is later than the write and would stretch the lease past its real
+	// expiry.
+	Sent time.Time
 	// Validity is how long, from the return of Acquire, the lock itself
 	// promises exclusivity (TTL minus the time the acquire took, for locks
 	// that measure it); 0 when the lock makes no such promise.

@@ -272,6 +272,11 @@ func judge(sr *SeedResult, e Expect, rep *checker.Report) {
 		sr.Detail = "verdict unknown: a checker ran out of time"
 		return
 	}
+	if len(rep.Untested) > 0 {
+		// A control that tested nothing has not shown the lock holding.
+		sr.Detail = "untested: " + strings.Join(rep.Untested, "; ")
+		return
+	}
 	if len(e.Absent) == 0 {
 		sr.AsExpected = rep.Verdict == checker.Valid
 	} else {

@@ -303,3 +303,33 @@ func TestJudgeCountsBeyondListed(t *testing.T) {
 		t.Errorf("a seed detected beyond the listed: cell %+v", c)
 	}
 }
+
+// TestJudgeUntestedControl: a control whose seed tested nothing (its fault
+// never took effect, no acquire succeeded) has not shown the lock holding,
+// whether it promises a valid verdict or only the absence of some kinds; a
+// run that tested everything holds.
+func TestJudgeUntestedControl(t *testing.T) {
+	untested := []string{"fault pause-client never took effect: the lock was not shown surviving it"}
+	for _, tc := range []struct {
+		name     string
+		expect   Expect
+		rep      checker.Report
+		asExpect bool
+	}{
+		{"holds, untested", Expect{}, checker.Report{Verdict: checker.Untested, Untested: untested}, false},
+		{"holds: no foreign-release, untested", Expect{Absent: []checker.Kind{checker.KindForeignRelease}},
+			checker.Report{Verdict: checker.Untested, Untested: untested}, false},
+		{"holds: no foreign-release, double holders found but the fault never landed", Expect{Absent: []checker.Kind{checker.KindForeignRelease}},
+			checker.Report{Verdict: checker.Invalid, Count: map[checker.Kind]int{checker.KindDoubleHolder: 3}, Untested: untested}, false},
+		{"holds, tested", Expect{}, checker.Report{Verdict: checker.Valid}, true},
+	} {
+		var sr SeedResult
+		judge(&sr, tc.expect, &tc.rep)
+		if sr.AsExpected != tc.asExpect {
+			t.Errorf("%s: as expected %v, want %v (%+v)", tc.name, sr.AsExpected, tc.asExpect, sr)
+		}
+		if !tc.asExpect && !strings.Contains(sr.Detail, "untested") {
+			t.Errorf("%s: detail %q does not say untested", tc.name, sr.Detail)
+		}
+	}
+}

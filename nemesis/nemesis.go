@@ -265,10 +265,30 @@ func (s *Schedule) Stats() Stats {
 	return s.stats
 }
 
-func (s *Schedule) count(fn func(*Stats)) {
+// count applies fn to the run's counts and to those of the fault named.
+func (s *Schedule) count(fault string, fn func(*Stats, *summary.FaultCount)) {
 	s.mu.Lock()
-	fn(&s.stats)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.stats.ByFault == nil {
+		s.stats.ByFault = map[string]summary.FaultCount{}
+	}
+	c := s.stats.ByFault[fault]
+	c.Started++
+	fn(&s.stats, &c)
+	s.stats.ByFault[fault] = c
+}
+
+// zeroCounts lists every fault of the schedule in the counts before the
+// first start, so that one never started shows with 0 of 0.
+func (s *Schedule) zeroCounts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stats.ByFault == nil {
+		s.stats.ByFault = map[string]summary.FaultCount{}
+	}
+	for _, f := range s.Faults {
+		s.stats.ByFault[f.Name()] = s.stats.ByFault[f.Name()]
+	}
 }
 
 // Check reports the first fault not available on t.
@@ -303,6 +323,7 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 	if len(s.Faults) == 0 {
 		return
 	}
+	s.zeroCounts()
 	logf := s.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -334,7 +355,7 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 				return
 			}
 			quiet = s.Interval
-			if s.Trigger != TriggerTime && !s.trigger(ctx, t) {
+			if s.Trigger != TriggerTime && !s.trigger(ctx, t, f.Name()) {
 				if ctx.Err() != nil {
 					return
 				}
@@ -348,10 +369,10 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 				case ctx.Err() != nil:
 					return
 				case errors.Is(err, ErrNoTarget):
-					s.count(func(st *Stats) { st.GaveUp++ })
+					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.GaveUp++; c.GaveUp++ })
 					logf("nemesis %s: gave up: %v", f.Name(), err)
 				default:
-					s.count(func(st *Stats) { st.Failed++ })
+					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
 					logf("nemesis %s: start: %v", f.Name(), err)
 				}
 				continue
@@ -360,7 +381,7 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 			// It took effect before failing: heal what it did.
 		}
 		m.Began("") // a fault that never said when it took effect: now
-		s.count(m.tally)
+		s.count(f.Name(), m.tally)
 		if in, ok := f.(Instant); !ok || !in.Instant() {
 			sleep.For(ctx, hold)
 		}
@@ -376,14 +397,14 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 }
 
 // trigger waits for the schedule's trigger event; false if none came.
-func (s *Schedule) trigger(ctx context.Context, t *Target) bool {
+func (s *Schedule) trigger(ctx context.Context, t *Target, fault string) bool {
 	kind := Acquired
 	if s.Trigger == TriggerReleasing {
 		kind = Releasing
 	}
 	_, err := t.next(ctx, Filter{Kind: kind, Client: -1})
 	if err != nil && ctx.Err() == nil {
-		s.count(func(st *Stats) { st.GaveUp++ })
+		s.count(fault, func(st *Stats, c *summary.FaultCount) { st.GaveUp++; c.GaveUp++ })
 	}
 	return err == nil
 }
@@ -410,10 +431,11 @@ func (m *marker) Aimed(a Aim) {
 }
 
 // tally counts the start in st.
-func (m *marker) tally(st *Stats) {
+func (m *marker) tally(st *Stats, c *summary.FaultCount) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st.Started++
+	c.TookEffect++
 	if a := m.aim; a != nil {
 		st.Aimed++
 		if a.Waited {

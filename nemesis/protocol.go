@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -84,6 +85,16 @@ type Filter struct {
 	// pause right after the acquire, a toxic before the command is sent)
 	// acts in it. It must be quick and must not block on the client.
 	Act func(ProtocolEvent)
+}
+
+// what names the step f waits for in a message: the point names when it
+// waits for points ("point attempt or between-setnx-and-pexpire"), so that
+// a fault that gives up says which step never came.
+func (f Filter) what() string {
+	if f.Kind != Point || len(f.Points) == 0 {
+		return string(f.Kind)
+	}
+	return string(f.Kind) + " " + strings.Join(f.Points, " or ")
 }
 
 // Protocol lets faults wait for the protocol steps of the run's clients.
@@ -359,7 +370,7 @@ func (t *Target) next(ctx context.Context, f Filter) (ProtocolEvent, error) {
 	defer cancel()
 	e, err := t.Protocol.Next(wctx, f)
 	if err != nil && ctx.Err() == nil {
-		return e, fmt.Errorf("%w: no %s of any client within %v", ErrNoTarget, f.Kind, patience)
+		return e, fmt.Errorf("%w: no %s of any client within %v", ErrNoTarget, f.what(), patience)
 	}
 	e.Other = other
 	return e, err

@@ -26,6 +26,7 @@ type page struct {
 	ClassesListed bool
 	Stats         *summary.Stats
 	Unknowns      []string
+	Untested      []string
 	Anomalies     []anomalyView
 	AnomalyTotal  int
 	Keys          []keyView
@@ -100,6 +101,7 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 	} else {
 		pg.Title = "history"
 	}
+	pg.Untested = s.Untested
 	for _, c := range s.Checkers {
 		if c.Verdict == checker.Unknown {
 			pg.Unknowns = append(pg.Unknowns, c.Checker+": "+c.Error)

@@ -12,7 +12,7 @@ table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:
 th{background:#f6f6f6;font-weight:600}
 a{color:#1f5fa8}
 .verdict{display:inline-block;padding:1px 10px;border-radius:12px;font-weight:700;color:#fff}
-.verdict-valid{background:#2e8540}.verdict-invalid{background:#c62828}.verdict-unknown{background:#8a6d00}
+.verdict-valid{background:#2e8540}.verdict-invalid{background:#c62828}.verdict-unknown{background:#8a6d00}.verdict-untested{background:#5f6b7a}
 .muted{color:#666}.small{font-size:12px}
 .cols{display:flex;gap:24px;flex-wrap:wrap}
 `
@@ -51,12 +51,13 @@ const pageHTML = `<!DOCTYPE html>
 <h1>{{.Title}} <span class="verdict verdict-{{.Verdict}}">{{.Verdict}}</span></h1>
 <div class="muted">run <code>{{.RunID}}</code>{{if .Started}}, started {{.Started}}{{end}}, {{.End}} of history{{if .Interrupted}}, <b>interrupted</b>{{end}}</div>
 {{range .Unknowns}}<p><b>undecided:</b> {{.}}</p>{{end}}
+{{range .Untested}}<p class="untested"><b>not tested:</b> {{.}}</p>{{end}}
 <div class="cols">
 <div><h2>Run</h2><dl class="params" id="params">{{range .Params}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl></div>
 <div><h2>Outcome</h2>
 <table id="counts"><tr><th>anomaly</th><th>count</th><th>classes{{if .ClassesListed}} (of those listed){{end}}</th></tr>
 {{range .Counts}}<tr><td>{{.Kind}}</td><td>{{.N}}</td><td>{{.Classes}}</td></tr>{{else}}<tr><td colspan="3">none</td></tr>{{end}}</table>
-{{with .Stats}}<p class="small">{{.Ops}} operations ({{printf "%.0f" .OpsPerSec}}/s): {{.Acquired}} acquired, {{.AcquireFailed}} failed, {{.Unknown}} unknown, {{.Crashes}} crashes</p>{{end}}
+{{with .Stats}}<p class="small">{{.Ops}} operations ({{printf "%.0f" .OpsPerSec}}/s): {{.Acquired}} acquired, {{.AcquireFailed}} failed, {{.Unknown}} unknown, {{.Crashes}} crashes{{if .ResourceOps}}; {{.ResourceOps}} resource operations{{end}}</p>{{end}}
 <p class="small">Files: <a href="history.jsonl">history.jsonl</a> · <a href="summary.json">summary.json</a>{{if .HasLin}} · <a id="linearizability" href="linearizability.html">linearizability.html</a> (porcupine's view of the non-linearizable key){{end}}</p>
 </div></div>
 {{if .Replay}}<h3>Replay this run</h3><pre id="replay">{{.Replay}}</pre>{{end}}

@@ -37,10 +37,13 @@ type Summary struct {
 	// Stalled counts, apart from Counts, the anomalies a stall of the
 	// harness itself explains; Notes say how the verdict was reached (see
 	// checker.Report).
-	Stalled  map[checker.Kind]int `json:"stalled,omitempty"`
-	Notes    []string             `json:"notes,omitempty"`
-	Checkers []checker.Result     `json:"checkers"`
-	Stats    Stats                `json:"stats"`
+	Stalled map[checker.Kind]int `json:"stalled,omitempty"`
+	Notes   []string             `json:"notes,omitempty"`
+	// Untested says what the run did not put to the test; with anything
+	// in it the verdict is never valid (checker.Untested).
+	Untested []string         `json:"untested,omitempty"`
+	Checkers []checker.Result `json:"checkers"`
+	Stats    Stats            `json:"stats"`
 	// Faults are the fault windows of the history, from the instant each
 	// took effect to its heal.
 	Faults []history.Window `json:"faults"`
@@ -48,14 +51,20 @@ type Summary struct {
 
 // Stats summarise the operations of a run.
 type Stats struct {
-	Duration      time.Duration `json:"-"`
-	DurationMs    int64         `json:"duration_ms"`
-	Ops           int64         `json:"ops"`
-	OpsPerSec     float64       `json:"ops_per_sec"`
-	Acquired      int64         `json:"acquired"`
-	AcquireFailed int64         `json:"acquire_failed"`
-	Unknown       int64         `json:"unknown"`
-	Crashes       int64         `json:"crashes"`
+	Duration   time.Duration `json:"-"`
+	DurationMs int64         `json:"duration_ms"`
+	// Ops counts lock operations (acquires and releases) in every
+	// workload, so that OpsPerSec compares across workloads; ResourceOps
+	// counts the guarded resource's own operations apart.
+	Ops           int64   `json:"ops"`
+	OpsPerSec     float64 `json:"ops_per_sec"`
+	ResourceOps   int64   `json:"resource_ops,omitempty"`
+	Acquired      int64   `json:"acquired"`
+	AcquireFailed int64   `json:"acquire_failed"`
+	// Unknown counts every operation whose outcome is unknown, those a
+	// crash or a silent lock program ended included.
+	Unknown int64 `json:"unknown"`
+	Crashes int64 `json:"crashes"`
 	// MasterSwitches counts the failovers the topology observed.
 	MasterSwitches int64 `json:"master_switches,omitempty"`
 	// Faults counts the fault starts: how many found a target, had to
@@ -79,6 +88,23 @@ type FaultStats struct {
 	GaveUp int `json:"gave_up"`
 	// Failed: starts that failed for another reason.
 	Failed int `json:"failed"`
+	// ByFault counts each fault of the run apart, every one the run asked
+	// for listed (0 of 0: its first window never came).
+	ByFault map[string]FaultCount `json:"by_fault,omitempty"`
+}
+
+// FaultCount is what became of one fault's starts. A fault that never took
+// effect tested nothing, and the run says so (checker.Report.Untested).
+type FaultCount struct {
+	// Started: how often the schedule started it, whatever came of it
+	// (the run's Started counts only those that took effect).
+	Started int `json:"started"`
+	// TookEffect: the starts that took effect, each a window in the history.
+	TookEffect int `json:"took_effect"`
+	// GaveUp: the starts that found no target in time and did nothing.
+	GaveUp int `json:"gave_up,omitempty"`
+	// Failed: the starts that failed for another reason.
+	Failed int `json:"failed,omitempty"`
 }
 
 // Write writes s as dir/summary.json, with empty lists written as [] so
@@ -131,7 +157,7 @@ func ReadFS(fsys fs.FS, name string) (*Summary, error) {
 		return nil, fmt.Errorf("not a summary: %v", err)
 	}
 	switch s.Verdict {
-	case checker.Valid, checker.Invalid, checker.Unknown:
+	case checker.Valid, checker.Invalid, checker.Unknown, checker.Untested:
 	default:
 		return nil, fmt.Errorf("unknown verdict %q", s.Verdict)
 	}

@@ -64,7 +64,7 @@ func finish(ctx context.Context, p *Process, lease *locks.Lease, abandon bool, t
 // resourceOp records one operation on a guarded resource: it invokes e
 // and returns the open operation.
 func resourceOp(p *Process, e history.Event) openOp {
-	p.r.stats.Ops.Add(1)
+	p.r.stats.ResourceOps.Add(1)
 	return openOp{p: p, inv: p.Invoke(e)}
 }
 
@@ -79,6 +79,4 @@ func (o openOp) done(t history.Type, with history.Event) { o.p.Complete(o.inv, t
 
 // died completes it as unknown under the same process id: the process
 // crashed in it, and the crash event that follows names that process.
-func (o openOp) died(err error) {
-	o.p.r.cfg.Recorder.Complete(o.inv, history.Unknown, history.Event{Error: err.Error()})
-}
+func (o openOp) died(err error) { o.p.Died(o.inv, err, history.Event{}) }

@@ -195,7 +195,7 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 	lease, err := p.Lock.Acquire(wctx, key)
 	r.stats.Ops.Add(1)
 	if died(err) {
-		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error(), Lease: p.LastToken(), TTLMillis: ttl})
+		p.Died(inv, err, history.Event{Lease: p.LastToken(), TTLMillis: ttl})
 		return nil, err
 	}
 	t := Outcome(err)
@@ -204,6 +204,11 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 	switch t {
 	case history.OK:
 		with.Lease, with.TTLMillis, with.Fence = lease.Token, lease.TTL.Milliseconds(), lease.Fence
+		if !lease.Sent.IsZero() {
+			// The lock named its writing command: the lease began then.
+			sent := int64(lease.Sent.Sub(r.cfg.Recorder.Base()))
+			with.Sent = min(max(sent, inv.Time), int64(r.cfg.Recorder.Now()))
+		}
 		if _, d, ok := history.ParseReentrantLease(lease.Token); ok {
 			with.Value = history.Int64(d)
 		}
@@ -213,7 +218,6 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 		}
 	case history.Unknown:
 		with.Lease, with.TTLMillis = p.LastToken(), ttl
-		r.stats.Unknown.Add(1)
 	default:
 		r.stats.AcquireFailed.Add(1)
 	}
@@ -239,7 +243,7 @@ func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	cancel()
 	r.stats.Ops.Add(1)
 	if died(err) {
-		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error()})
+		p.Died(inv, err, history.Event{})
 		return err
 	}
 	t := Outcome(err)
@@ -247,7 +251,6 @@ func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	if t == history.OK {
 		with.Deleted = history.Bool(deleted)
 	} else {
-		r.stats.Unknown.Add(1)
 		t = history.Unknown // a release has no definite failure
 	}
 	p.Complete(inv, t, with)

@@ -64,8 +64,18 @@ func (p *Process) Invoke(e history.Event) history.Event {
 func (p *Process) Complete(inv history.Event, t history.Type, with history.Event) {
 	p.r.cfg.Recorder.Complete(inv, t, with)
 	if t == history.Unknown {
+		p.r.stats.Unknown.Add(1)
 		p.id.Store(int64(p.r.newProcessID()))
 	}
+}
+
+// Died completes inv as unknown under the same process id: the process was
+// killed in it (or its lock program went silent and was replaced), and the
+// crash event that follows names that process.
+func (p *Process) Died(inv history.Event, err error, with history.Event) {
+	with.Error = err.Error()
+	p.r.cfg.Recorder.Complete(inv, history.Unknown, with)
+	p.r.stats.Unknown.Add(1)
 }
 
 // Outcome classifies an error from a lock call: nil is ok, ErrNotAcquired
@@ -110,9 +120,13 @@ type Config struct {
 	Observe func(nemesis.ProtocolEvent)
 }
 
-// Stats are live counters for the status line.
+// Stats are live counters for the status line and summary.json. Ops counts
+// lock operations only (acquires and releases, nested ones too), so that
+// ops/s compare across workloads; ResourceOps counts the guarded resource's
+// own operations apart. Unknown counts every operation recorded with an
+// unknown outcome, those a crash or a silent lock program ended included.
 type Stats struct {
-	Ops, Acquired, AcquireFailed, Unknown, Crashes, Overlaps atomic.Int64
+	Ops, ResourceOps, Acquired, AcquireFailed, Unknown, Crashes, Overlaps atomic.Int64
 }
 
 // Runner runs a workload on Clients concurrent clients.
@@ -347,6 +361,7 @@ func (p *Process) renewHook() func(*locks.Lease) func(error) {
 			t := Outcome(err)
 			p.r.cfg.Recorder.Complete(inv, t, history.Event{Error: errText(err)})
 			if t == history.Unknown {
+				p.r.stats.Unknown.Add(1)
 				p.r.retireWatchdogPID(p)
 			}
 		}

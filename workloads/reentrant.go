@@ -144,11 +144,10 @@ func countedRelease(ctx context.Context, p *Process, lease *locks.Lease, op hist
 	}
 	r.stats.Ops.Add(1)
 	if died(err) {
-		r.cfg.Recorder.Complete(inv, history.Unknown, history.Event{Error: err.Error()})
+		p.Died(inv, err, history.Event{})
 		return err
 	}
 	if err != nil {
-		r.stats.Unknown.Add(1)
 		p.Complete(inv, history.Unknown, history.Event{Error: err.Error()})
 		return nil
 	}

@@ -140,7 +140,6 @@ func (w *Stock) buyLua(ctx context.Context, p *Process, item int, round, user in
 		done.died(err)
 		return false, err
 	case err != nil:
-		p.r.stats.Unknown.Add(1)
 		done.done(history.Unknown, history.Event{Error: err.Error()})
 	case n == 1:
 		done.done(history.OK, history.Event{})
@@ -206,9 +205,6 @@ func (w *Stock) buyLocked(ctx context.Context, p *Process, item int, round, user
 		return false, err
 	}
 	buy.done(outcome, history.Event{Error: errText(err)})
-	if outcome == history.Unknown {
-		p.r.stats.Unknown.Add(1)
-	}
 	return soldOut, finish(ctx, p, lease, abandon, 0)
 }
 

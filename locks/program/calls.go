@@ -44,6 +44,9 @@ func (l *Lock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 		lease := &locks.Lease{Key: key, Token: token, Fence: m.Fence, TTL: l.cfg.TTL,
 			Validity: time.Duration(m.ValidityMs) * time.Millisecond}
 		l.mu.Lock()
+		if m.FromStep != 0 {
+			lease.Sent = l.steps[m.FromStep] // checked known in onReply
+		}
 		l.leases[token] = lease
 		l.mu.Unlock()
 		return lease, nil
@@ -190,9 +193,10 @@ func (l *Lock) onReply(m message) error {
 	}
 	delete(l.pending, m.ID)
 	p := l.promises
-	_, fromKnown := l.steps[m.HeldFromStep]
+	_, heldKnown := l.steps[m.HeldFromStep]
+	_, fromKnown := l.steps[m.FromStep]
 	l.mu.Unlock()
-	if err := checkReply(c.req.Type, m, p, fromKnown); err != nil {
+	if err := checkReply(c.req.Type, m, p, heldKnown, fromKnown || m.FromStep == 0); err != nil {
 		return err
 	}
 	c.reply <- m
@@ -200,7 +204,7 @@ func (l *Lock) onReply(m message) error {
 }
 
 // checkReply judges a reply against its request and the program's promises.
-func checkReply(kind string, m message, p Promises, fromKnown bool) error {
+func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) error {
 	outcomes := map[string]string{
 		typeAcquire: "granted, not_acquired, refused or unknown",
 		typeRelease: "deleted, not_deleted or unknown",
@@ -223,8 +227,10 @@ func checkReply(kind string, m message, p Promises, fromKnown bool) error {
 		return fmt.Errorf("a validity on a grant; expected none, as the hello did not promise validity")
 	case m.ValidityMs < 0:
 		return fmt.Errorf("a negative validity; expected validity_ms >= 0")
-	case m.Outcome == outRefused && !fromKnown:
+	case m.Outcome == outRefused && !heldKnown:
 		return fmt.Errorf("held_from_step %d names no step the harness let go; expected the step of the first write", m.HeldFromStep)
+	case m.Outcome == outGranted && !fromKnown:
+		return fmt.Errorf("from_step %d names no step the harness let go; expected the step whose command wrote the key", m.FromStep)
 	}
 	return nil
 }
@@ -265,10 +271,10 @@ func (l *Lock) onStep(m message) error {
 		l.stepLog = append(l.stepLog[:0], l.stepLog[keptSteps:]...)
 	}
 	l.mu.Unlock()
-	if l.cfg.Unfaulted {
-		return nil // the program did not wait (hello's await_go)
-	}
-	// A program that stopped reading shows as its next call's failure.
+	// The go goes out in a run without faults too, where a program need
+	// not wait for it (hello's await_go), so that one that always waits
+	// works in every run. A program that stopped reading shows as its
+	// next call's failure.
 	_ = l.send(goMsg{Type: typeGo, Step: m.Step})
 	return nil
 }

@@ -162,6 +162,9 @@ func (l *Lock) handshake() error {
 			return fmt.Errorf(`%s: its hello has no "name"; expected the lock's name`, l.label)
 		}
 		l.label = fmt.Sprintf("client %d: lock program %s", cfg.Client, m.Name)
+		if err := expressible(cfg, m); err != nil {
+			return fmt.Errorf("%s: %w", l.label, err)
+		}
 		l.promises = m.Promises
 		l.name = strings.TrimSpace(m.Name + " " + m.Version)
 		return nil
@@ -170,6 +173,31 @@ func (l *Lock) handshake() error {
 	case <-t.C:
 		return fmt.Errorf("%s: no hello within %v; expected a hello line", l.label, handshakeTimeout)
 	}
+}
+
+// expressible refuses a run whose TTL or fixed retry pause the program's
+// lock cannot set (its hello's granularities): the history would record a
+// TTL the lock never used.
+func expressible(cfg locks.Config, m message) error {
+	checks := []struct {
+		field, flag string
+		gran        int64
+		d           time.Duration
+	}{
+		{"ttl_granularity_ms", "--ttl", m.TTLGranularityMs, cfg.TTL},
+		{"retry_granularity_ms", "--retry-delay", m.RetryGranularityMs, cfg.RetryDelay},
+	}
+	for _, c := range checks {
+		switch {
+		case c.gran < 0:
+			return fmt.Errorf("its hello has %s %d; expected a positive number of milliseconds or none", c.field, c.gran)
+		case c.gran == 0 || c.d <= 0:
+		case c.d%(time.Duration(c.gran)*time.Millisecond) != 0:
+			return fmt.Errorf("%s %v cannot be expressed: the lock sets whole multiples of %dms (its hello's %s); use a multiple of it",
+				c.flag, c.d, c.gran, c.field)
+		}
+	}
+	return nil
 }
 
 // Name is the program's name and version from its hello.
@@ -261,32 +289,50 @@ func (l *Lock) Close() error {
 	return nil
 }
 
-// tail keeps the end of a program's stderr for error messages.
+// tail keeps the end of a program's stderr for error messages: the last
+// line alone is often a banner or a summary, the cause a few lines above it
+// (a stack trace, say).
 type tail struct {
 	mu  sync.Mutex
 	buf []byte
 }
 
+// tailLines is how many of its last stderr lines a failed program's
+// error shows; tailBytes bounds what is kept to find them.
+const (
+	tailLines = 20
+	tailBytes = 16 << 10
+)
+
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, b...)
-	if len(t.buf) > 4096 {
-		t.buf = t.buf[len(t.buf)-4096:]
+	if len(t.buf) > tailBytes {
+		t.buf = t.buf[len(t.buf)-tailBytes:]
 	}
 	return len(b), nil
 }
 
-// last is the last non-empty line written, trimmed to 200 bytes.
+// last is the last tailLines non-empty lines written, each trimmed to 200
+// bytes, joined by " | " so that the error stays one line.
 func (t *tail) last() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
-	s := strings.TrimSpace(lines[len(lines)-1])
-	if len(s) > 200 {
-		s = s[:200] + "..."
+	var keep []string
+	for _, s := range strings.Split(string(t.buf), "\n") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if len(s) > 200 {
+			s = s[:200] + "..."
+		}
+		keep = append(keep, s)
 	}
-	return s
+	if len(keep) > tailLines {
+		keep = keep[len(keep)-tailLines:]
+	}
+	return strings.Join(keep, " | ")
 }
 
 // read reads the program's lines until it exits, then reaps it. A line that
@@ -319,7 +365,7 @@ func (l *Lock) read(stdout io.Reader) {
 			how = err.Error()
 		}
 		if s := l.stderr.last(); s != "" {
-			how += "; stderr: " + s
+			how += fmt.Sprintf("; the end of its stderr: %s", s)
 		}
 		l.broken = fmt.Errorf("%s: ended on its own (%s); expected it to run until the harness closes its stdin", l.label, how)
 	}

@@ -178,6 +178,7 @@ func TestUntrustedPrograms(t *testing.T) {
 		{"reply to no request", "exec:sh testdata/reply-to-nothing.sh", []string{"client ", `"id\":999`, "reply to no request", "expected"}},
 		{"unpromised fence", "exec:sh testdata/unpromised-fence.sh", []string{"client ", "fence", "did not promise"}},
 		{"bad quoting", "exec:sh 'testdata/hang.sh", []string{"cannot split"}},
+		{"a TTL it cannot set", "exec:sh testdata/whole-seconds.sh", []string{"whole-seconds", "--ttl 300ms", "ttl_granularity_ms", "1000ms"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,9 +213,14 @@ func TestHangIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each acquire ends unknown as its process is killed (the crash).
-	if res.Stats.Ops == 0 || res.Stats.Crashes < res.Stats.Ops || res.Stats.Acquired > 0 {
-		t.Errorf("want every acquire to end in a crash of its silent program, got %+v", res.Stats)
+	// Each acquire ends unknown as its process is killed (the crash), and
+	// counts among the unknown outcomes; with none granted the run tested
+	// nothing.
+	if res.Stats.Ops == 0 || res.Stats.Crashes < res.Stats.Ops || res.Stats.Acquired > 0 || res.Stats.Unknown != res.Stats.Ops {
+		t.Errorf("want every acquire to end unknown in a crash of its silent program, got %+v", res.Stats)
+	}
+	if res.Verdict != checker.Untested {
+		t.Errorf("verdict %s, want untested: no acquire succeeded", res.Verdict)
 	}
 	noneLeft(t)
 }

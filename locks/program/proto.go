@@ -68,8 +68,10 @@ type Hello struct {
 	// CommandTimeoutMs is 0 for the library's own default.
 	CommandTimeoutMs int64 `json:"command_timeout_ms"`
 	Seed             int64 `json:"seed"`
-	// AwaitGo: the program waits for the go of each step before its
-	// command. False in a run without faults, where nothing acts at steps.
+	// AwaitGo: the program must wait for the go of each step before its
+	// command. False in a run without faults, where nothing acts at steps:
+	// the program may then send at once. The go comes in every run, so a
+	// program that always waits for it works in every run too.
 	AwaitGo bool `json:"await_go"`
 }
 
@@ -102,14 +104,23 @@ type message struct {
 	Name     string   `json:"name"`
 	Version  string   `json:"version"`
 	Promises Promises `json:"promises"`
+	// TTLGranularityMs: the lock's TTL is a whole number of these (1000
+	// for a library that sets whole seconds); RetryGranularityMs likewise
+	// for its pause between attempts. The harness refuses a run it cannot
+	// express instead of one that tests another TTL than it records.
+	TTLGranularityMs   int64 `json:"ttl_granularity_ms"`
+	RetryGranularityMs int64 `json:"retry_granularity_ms"`
 	// reply
 	ID         int64  `json:"id"`
 	Outcome    string `json:"outcome"`
 	Token      string `json:"token"`
 	Fence      int64  `json:"fence"`
 	ValidityMs int64  `json:"validity_ms"`
-	Error      string `json:"error"`
-	Reason     string `json:"reason"`
+	// FromStep, on a grant, names the step whose command wrote the key,
+	// for a try of several commands; 0: the request's last step.
+	FromStep int64  `json:"from_step"`
+	Error    string `json:"error"`
+	Reason   string `json:"reason"`
 	// refused
 	HeldFromStep  int64 `json:"held_from_step"`
 	LastWriteStep int64 `json:"last_write_step"`
