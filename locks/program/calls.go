@@ -248,7 +248,7 @@ func (l *Lock) onStep(m message) error {
 		return errors.New(`a step without "point" or a positive "step"; expected both`)
 	}
 	l.mu.Lock()
-	ctx, wired := l.bg, false
+	ctx, wired, noGo := l.bg, false, l.cfg.Unfaulted && l.skipsGo
 	if c := l.pending[m.Request]; m.Request != 0 && c != nil {
 		ctx, wired = c.ctx, c.req.Type == typeAcquire
 	}
@@ -273,8 +273,12 @@ func (l *Lock) onStep(m message) error {
 	l.mu.Unlock()
 	// The go goes out in a run without faults too, where a program need
 	// not wait for it (hello's await_go), so that one that always waits
-	// works in every run. A program that stopped reading shows as its
-	// next call's failure.
+	// works in every run; only one whose hello says it skips them is
+	// spared. A program that stopped reading shows as its next call's
+	// failure.
+	if noGo {
+		return nil
+	}
 	_ = l.send(goMsg{Type: typeGo, Step: m.Step})
 	return nil
 }

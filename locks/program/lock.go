@@ -64,6 +64,7 @@ type Lock struct {
 	name     string // name and version from the hello
 	greeted  bool   // the hello came (only the reader goroutine touches it)
 	promises Promises
+	skipsGo  bool // the hello said the program needs no go when not awaited
 	nextID   int64
 	pending  map[int64]*call
 	steps    map[int64]time.Time // when each step's go was sent
@@ -165,7 +166,7 @@ func (l *Lock) handshake() error {
 		if err := expressible(cfg, m); err != nil {
 			return fmt.Errorf("%s: %w", l.label, err)
 		}
-		l.promises = m.Promises
+		l.promises, l.skipsGo = m.Promises, m.SkipsGo
 		l.name = strings.TrimSpace(m.Name + " " + m.Version)
 		return nil
 	case <-l.reaped:

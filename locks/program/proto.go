@@ -110,6 +110,9 @@ type message struct {
 	// express instead of one that tests another TTL than it records.
 	TTLGranularityMs   int64 `json:"ttl_granularity_ms"`
 	RetryGranularityMs int64 `json:"retry_granularity_ms"`
+	// SkipsGo: the program sends at once when the hello's await_go is
+	// false, so the harness spares it the go lines of such a run.
+	SkipsGo bool `json:"skips_go"`
 	// reply
 	ID         int64  `json:"id"`
 	Outcome    string `json:"outcome"`

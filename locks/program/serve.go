@@ -88,7 +88,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 		}
 	}()
 	if err := s.write(map[string]any{"type": typeHello, "protocol": Version, "name": "exec-" + entry.Name,
-		"version": "1", "promises": Promises{}}); err != nil {
+		"version": "1", "promises": Promises{}, "skips_go": true}); err != nil {
 		return err
 	}
 	reqs := make(chan Request, 1)

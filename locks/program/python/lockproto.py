@@ -6,9 +6,17 @@ that acquires a key, one that releases it. Before each Redis command it
 sends, the lock calls step(point) and waits there for the harness's "go";
 a background renewal calls renew() and renewed(). Only protocol lines go
 to stdout; anything else belongs on stderr.
+
+A program without background work reads its stdin on the thread that
+serves the requests: every line costs no hand-over between threads, which
+in CPython is most of what a request costs beyond its Redis commands. One
+that renews in the background (serve(..., promises={"renewal": True}))
+reads on a thread of its own, since a renewal waits for its go while the
+main thread may be waiting for Redis.
 """
 
 import json
+import os
 import queue
 import sys
 import threading
@@ -17,14 +25,15 @@ PROTOCOL = 1
 
 
 class Harness:
-    def __init__(self, stdin=sys.stdin, stdout=sys.stdout):
-        self._in, self._out = stdin, stdout
+    def __init__(self, stdin=None, stdout_fd=1):
+        self._in = stdin if stdin is not None else sys.stdin.buffer
+        self._fd = stdout_fd
         self._wlock = threading.Lock()
         self._lock = threading.Lock()
         self._steps = 0
         self._renewals = 0
         self._goes = {}
-        self._requests = queue.Queue()
+        self._requests = None  # a queue once a reader thread reads stdin
         self._main = threading.current_thread()
         self.request = 0  # the id of the request the main thread serves
         line = self._in.readline()
@@ -34,23 +43,33 @@ class Harness:
         self._await = self.hello.get("await_go", True)
 
     def send(self, msg):
-        line = json.dumps(msg, separators=(",", ":")) + "\n"
+        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
         with self._wlock:
-            self._out.write(line)
-            self._out.flush()
+            while data:  # one write, unless the pipe takes it in parts
+                data = data[os.write(self._fd, data):]
 
     def step(self, point):
         """Announce the next command and wait for the harness's go."""
         with self._lock:
             self._steps += 1
             n = self._steps
-            if self._await:
+            if self._await and self._requests is not None:
                 ev = self._goes[n] = threading.Event()
-        req = self.request if threading.current_thread() is self._main else 0
-        self.send({"type": "step", "step": n, "point": point, "request": req})
-        if self._await:
+        main = threading.current_thread() is self._main
+        self.send({"type": "step", "step": n, "point": point, "request": self.request if main else 0})
+        if not self._await:
+            return n
+        if self._requests is not None:
             ev.wait()
-        return n
+            return n
+        # Read on this thread: in version 1 nothing but go lines comes
+        # while a request is served.
+        while True:
+            msg = self._next()
+            if msg is None:
+                raise SystemExit(0)  # stdin closed: the run is over
+            if msg.get("type") == "go" and msg.get("step") == n:
+                return n
 
     def renew(self, key, token):
         """Announce a background renewal; pass its number to renewed()."""
@@ -66,9 +85,15 @@ class Harness:
             msg["error"] = error
         self.send(msg)
 
+    def _next(self):
+        line = self._in.readline()
+        return json.loads(line) if line else None
+
     def _read(self):
-        for line in self._in:
-            msg = json.loads(line)
+        while True:
+            msg = self._next()
+            if msg is None:
+                break
             if msg.get("type") == "go":
                 with self._lock:
                     ev = self._goes.pop(msg["step"], None)
@@ -78,17 +103,30 @@ class Harness:
                 self._requests.put(msg)
         self._requests.put(None)
 
+    def _request(self):
+        if self._requests is not None:
+            return self._requests.get()
+        while True:
+            msg = self._next()
+            if msg is None or msg.get("type") != "go":
+                return msg  # a go nobody waited for is skipped
+
     def serve(self, name, version, promises, acquire, release):
         """Answer the hello, then serve requests until stdin ends.
 
         acquire(key, token) and release(key, token) return the reply's
         fields: {"outcome": ...} and whatever else the outcome carries.
         """
+        if promises.get("renewal"):
+            self._requests = queue.Queue()
+        # skips_go: this program sends at once when the hello's await_go
+        # is false, so the harness need not send those go lines at all.
         self.send({"type": "hello", "protocol": PROTOCOL, "name": name,
-                   "version": version, "promises": promises})
-        threading.Thread(target=self._read, daemon=True).start()
+                   "version": version, "promises": promises, "skips_go": True})
+        if self._requests is not None:
+            threading.Thread(target=self._read, daemon=True).start()
         while True:
-            req = self._requests.get()
+            req = self._request()
             if req is None:
                 return
             self.request = req["id"]
