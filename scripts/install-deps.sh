@@ -3,7 +3,9 @@
 # redis-server (and redis-sentinel), libfaketime, chromium (the report
 # tests render report.html in it), and python3-redis (the redis-py lock
 # programs; Debian's /usr/bin/python3 must import it, whatever python3 comes
-# first on PATH), from Debian's packages.
+# first on PATH), and node-redis (the node-redis lock program; the harness
+# puts Debian's module folders on NODE_PATH, so check the same way), from
+# Debian's packages.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -11,6 +13,8 @@ command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs node -e "require('redis')" >/dev/null 2>&1 || need+=(node-redis)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

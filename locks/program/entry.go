@@ -72,13 +72,15 @@ func Entry(name, summary string, cmd func() (Command, error)) locks.Entry {
 		}}
 }
 
-// Entries are the in-tree lock programs: the reference client and redis-py.
+// Entries are the in-tree lock programs: the reference client, redis-py
+// and node-redis.
 func Entries() []locks.Entry {
-	py := pythonFinder()
+	py, js := pythonFinder(), nodeFinder()
 	return []locks.Entry{
 		Entry("exec-token", "the built-in token lock run out of process over the lock protocol: the protocol's reference client, same verdicts as token", reference("token")),
 		Entry("redis-py", "redis-py's redis.lock.Lock (Python, SET NX PX, Lua release): like token, long work or a SIGSTOP gives two holders", py.command(false)),
 		Entry("redis-py-extend", "redis-py's Lock + a thread calling extend every ttl/3 while held: survives long work, not a SIGSTOP", py.command(true)),
+		Entry("node-redis", "node-redis's SET NX PX with a token and a Lua compare-and-delete (Node): like token, long work or a SIGSTOP gives two holders; no foreign release", js.command()),
 	}
 }
 

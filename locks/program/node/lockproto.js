@@ -1,0 +1,129 @@
+// The program side of locktorture's lock protocol, version 1, for Node.
+//
+// docs/lock-protocol.md is the spec; this file is its Node example, the twin
+// of python/lockproto.py. A lock program opens a Harness (which reads the
+// hello), then calls serve() with two async functions: one that acquires a
+// key, one that releases it. Before each Redis command it sends, the lock
+// awaits step(point): the promise resolves when the harness's "go" comes.
+// Background renewals call renew() and renewed(). Only protocol lines go to
+// stdout; anything else belongs on stderr.
+'use strict';
+
+const readline = require('readline');
+
+const PROTOCOL = 1;
+
+class Harness {
+  // open reads the harness's hello and resolves to a Harness.
+  static open(input = process.stdin, output = process.stdout) {
+    return new Promise((resolve, reject) => {
+      const h = new Harness(input, output, resolve, reject);
+      h._lines.on('line', (line) => h._read(line));
+      h._lines.on('close', () => h._end());
+    });
+  }
+
+  constructor(input, output, opened, failed) {
+    this._out = output;
+    this._lines = readline.createInterface({ input, terminal: false });
+    this._opened = opened; // resolves open() once the hello is read
+    this._failed = failed;
+    this.hello = null;
+    this._await = true; // the hello's await_go: wait for each go
+    this._steps = 0;
+    this._renewals = 0;
+    this._goes = new Map(); // step number -> resolve of its promise
+    this._requests = []; // requests read, not yet served
+    this._wake = null; // resolves the server's wait for a request
+    this._closed = false;
+    this.request = 0; // the id of the request being served
+  }
+
+  // send writes one protocol line whole, in one write: Node runs one line
+  // of JS at a time, so lines never interleave.
+  send(msg) {
+    this._out.write(JSON.stringify(msg) + '\n');
+  }
+
+  // step announces the next command to Redis and resolves when the harness
+  // lets it go. request is the id of the request the command serves: the
+  // one being served by default, 0 for background work such as a renewal.
+  step(point, request = this.request) {
+    const n = ++this._steps;
+    const go = this._await ? new Promise((resolve) => this._goes.set(n, resolve)) : Promise.resolve();
+    this.send({ type: 'step', step: n, point, request });
+    return go.then(() => n);
+  }
+
+  // renew announces a background renewal; pass its number to renewed().
+  renew(key, token) {
+    const n = ++this._renewals;
+    this.send({ type: 'renew', renewal: n, key, token });
+    return n;
+  }
+
+  renewed(n, outcome, error = '') {
+    const msg = { type: 'renewed', renewal: n, outcome };
+    if (error) msg.error = error;
+    this.send(msg);
+  }
+
+  // _read takes one line from the harness: the hello first, then goes
+  // (which release a waiting step) and requests (queued for serve).
+  _read(line) {
+    if (!line.trim()) return;
+    const msg = JSON.parse(line);
+    if (this.hello === null) {
+      if (msg.type !== 'hello') {
+        this._failed(new Error('expected the harness\'s hello, got ' + line));
+        return;
+      }
+      this.hello = msg;
+      this._await = msg.await_go !== false; // a missing await_go means wait
+      this._opened(this);
+    } else if (msg.type === 'go') {
+      const resolve = this._goes.get(msg.step);
+      this._goes.delete(msg.step);
+      if (resolve) resolve();
+    } else {
+      this._requests.push(msg);
+      this._poke();
+    }
+  }
+
+  _end() {
+    this._closed = true;
+    if (this.hello === null) this._failed(new Error('stdin closed before the harness\'s hello'));
+    this._poke();
+  }
+
+  _poke() {
+    if (this._wake) {
+      const wake = this._wake;
+      this._wake = null;
+      wake();
+    }
+  }
+
+  // _next resolves to the next request, or null once stdin has ended.
+  async _next() {
+    while (this._requests.length === 0 && !this._closed) {
+      await new Promise((resolve) => { this._wake = resolve; });
+    }
+    return this._requests.length > 0 ? this._requests.shift() : null;
+  }
+
+  // serve answers the hello, then serves requests one at a time until stdin
+  // ends. acquire(key, token) and release(key, token) resolve to the
+  // reply's fields: {outcome: ...} and whatever else the outcome carries.
+  async serve(name, version, promises, acquire, release) {
+    this.send({ type: 'hello', protocol: PROTOCOL, name, version, promises });
+    for (let req = await this._next(); req !== null; req = await this._next()) {
+      this.request = req.id;
+      const serveIt = req.type === 'acquire' ? acquire : release;
+      const reply = await serveIt(req.key, req.token);
+      this.send({ ...reply, type: 'reply', id: req.id });
+      this.request = 0;
+    }
+  }
+}
