@@ -24,7 +24,7 @@ func TestExecSplitsLikeAShell(t *testing.T) {
 		{name: "exec:PYTHONUNBUFFERED=1 python3 x.py", argv: []string{"python3", "x.py"}, env: []string{"PYTHONUNBUFFERED=1"}},
 		{name: `exec:A=1 _B2='x y' C= lock A=2`, argv: []string{"lock", "A=2"}, env: []string{"A=1", "_B2=x y", "C="}},
 		{name: "exec:D=$LT_TEST_DIR/bin lock", argv: []string{"lock"}, env: []string{"D=/opt/my lock/bin"}}, // not split, as sh does
-		{name: `exec:"A=1" lock`, argv: []string{"A=1", "lock"}}, // quoted: a command, not an assignment
+		{name: `exec:"A=1" lock`, argv: []string{"A=1", "lock"}},                                            // quoted: a command, not an assignment
 		{name: "exec:1A=x lock", argv: []string{"1A=x", "lock"}},
 		{name: "exec:=x lock", argv: []string{"=x", "lock"}},
 		{name: "exec:", bad: true},
