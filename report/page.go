@@ -22,7 +22,7 @@ type page struct {
 	Replay                         string
 	// ReplayNote says, in its place, why a run cannot be replayed.
 	ReplayNote string
-	Counts                         []countRow
+	Counts     []countRow
 	// ClassesListed: the summary has no class counts (an older one), so
 	// the classes shown are those of the listed anomalies only.
 	ClassesListed bool
