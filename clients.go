@@ -36,19 +36,13 @@ func startClients(ctx context.Context, r *run) (*clients, error) {
 	opts, pl := r.opts, r.plan
 	lockCfg := locks.Config{TTL: opts.TTL, Wait: opts.Wait, RetryDelay: opts.RetryDelay, Addrs: r.env.lockAddrs(),
 		CommandTimeout: opts.RedisTimeout, Settings: opts.values(), Unfaulted: len(r.env.faults) == 0}
-	// A lock program starts once here, before the header is written: it
-	// names itself in the history.
-	lockName, program, err := probeLock(ctx, opts, pl.lock, lockCfg, r.env)
+	// A lock program starts once here, before the header is written: the
+	// header names it beside the lock setting.
+	program, err := probeLock(ctx, opts, pl.lock, lockCfg, r.env)
 	if err != nil {
 		return nil, err
 	}
-	r.info.Lock = lockName
-	if program != "" {
-		if r.info.Params == nil {
-			r.info.Params = map[string]string{}
-		}
-		r.info.Params["lock_program"] = program
-	}
+	r.info.Program = program
 	c := &clients{watch: nemesis.NewWatch(aimWarmup)}
 	c.stopCtx, c.stop = context.WithCancel(ctx)
 	var stopWhen func(checker.Anomaly) bool

@@ -228,24 +228,21 @@ func lockEntry(r *locks.Registry, name string) (locks.Entry, error) {
 }
 
 // probeLock checks, for a lock that can (a lock program), that it runs at
-// all before any client starts, and names the lock for the history: by its
-// registry name, except a program named on the command line (exec:...), which
-// is known by the name and version its handshake gives. program is that
-// handshake's name and version, empty for an in-process lock.
-func probeLock(ctx context.Context, opts Options, entry locks.Entry, cfg locks.Config, e *env) (name, program string, err error) {
+// all before any client starts, and returns the name and version its
+// handshake gives, for the header beside the lock setting (the setting, an
+// exec: command line included, is what replays the run); empty for an
+// in-process lock.
+func probeLock(ctx context.Context, opts Options, entry locks.Entry, cfg locks.Config, e *env) (program string, err error) {
 	if entry.Probe == nil {
-		return opts.Lock, "", nil
+		return "", nil
 	}
 	cfg.Routes = e.routes(0)
 	cfg.Rand = rand.New(rand.NewSource(opts.Seed))
 	program, err = entry.Probe(ctx, cfg)
 	if err != nil {
-		return "", "", usage("lock %s: %v", opts.Lock, err)
+		return "", usage("lock %s: %v", opts.Lock, err)
 	}
-	if strings.HasPrefix(opts.Lock, "exec:") {
-		return program, program, nil
-	}
-	return opts.Lock, program, nil
+	return program, nil
 }
 
 var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

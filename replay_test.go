@@ -56,3 +56,39 @@ func TestHeaderRoundTrip(t *testing.T) {
 		t.Errorf("an unknown header param: %v", err)
 	}
 }
+
+// TestProgramHeaderReplays: a lock program's header replays by its lock
+// setting, an exec: command line included; its own name and version
+// (the program field, or an older header's lock_program param) is never a
+// setting; and an older exec: header, which kept only that name, is one
+// clear line.
+func TestProgramHeaderReplays(t *testing.T) {
+	const line = `exec:PYTHONUNBUFFERED=1 python3 "my lock.py"`
+	for _, tc := range []struct {
+		name, lock, program, param string
+		want, err                  string
+	}{
+		{name: "in-tree", lock: "redis-py", program: "redis-py 4.3.4", want: "redis-py"},
+		{name: "in-tree, older header", lock: "redis-py", param: "redis-py 4.3.4", want: "redis-py"},
+		{name: "exec", lock: line, program: "my-lock 1.0", want: line},
+		{name: "exec, older header", lock: "my-lock 1.0", param: "my-lock 1.0", err: "cannot be replayed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := &history.RunInfo{Lock: tc.lock, Program: tc.program, Clients: 2, Keys: 1, TTLMillis: 300, Seed: 1,
+				Params: map[string]string{"duration": "1s"}}
+			if tc.param != "" {
+				info.Params["lock_program"] = tc.param
+			}
+			o, err := OptionsFromRun(info, Registries{})
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n")):
+				t.Fatalf("error %v, want one line saying %q", err, tc.err)
+			case tc.err != "":
+			case err != nil:
+				t.Fatal(err)
+			case o.Lock != tc.want || len(o.Settings) != 0 || o.Duration != time.Second:
+				t.Errorf("lock %q, settings %v, duration %v; want lock %q", o.Lock, o.Settings, o.Duration, tc.want)
+			}
+		})
+	}
+}

@@ -327,7 +327,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer, regs locktorture.Registri
 	h := res.History
 	if h.Run != nil {
 		fmt.Fprintf(stdout, "history of run %s: lock %s, %d clients, %d keys, ttl %dms, seed %d, %d events\n",
-			h.Run.ID, h.Run.Lock, h.Run.Clients, h.Run.Keys, h.Run.TTLMillis, h.Run.Seed, res.Events)
+			h.Run.ID, h.Run.LockLabel(), h.Run.Clients, h.Run.Keys, h.Run.TTLMillis, h.Run.Seed, res.Events)
 	}
 	if h.Dropped > 0 {
 		fmt.Fprintf(stdout, "history: left out torn last line %d (%d bytes, cut mid-write); the verdict covers the %d events before it\n",

@@ -137,8 +137,14 @@ type Event struct {
 // RunInfo is the header of a history: enough to re-check it without the
 // command line that produced it.
 type RunInfo struct {
-	ID        string            `json:"id"`
-	Lock      string            `json:"lock"`
+	ID string `json:"id"`
+	// Lock is the lock setting the run ran: a registry name, or a lock
+	// program's command line (exec:...), which is what replays it.
+	Lock string `json:"lock"`
+	// Program is a lock program's own name and version, from its hello
+	// ("redis-py 4.3.4"): what people read, never a setting. Empty for a
+	// lock in the harness's process.
+	Program   string            `json:"program,omitempty"`
 	Workload  string            `json:"workload,omitempty"`
 	Topology  string            `json:"topology,omitempty"`
 	Clients   int               `json:"clients"`
@@ -157,11 +163,12 @@ type RunInfo struct {
 // Settings returns the header's settings under the names the settings have
 // today: headers written before the settings were declared once spelled
 // names with '_' and wrote "default" or nothing for unset values, which
-// are left out.
+// are left out, and so is the lock program's name they kept among them
+// (see Program).
 func (r *RunInfo) Settings() map[string]string {
 	out := make(map[string]string, len(r.Params))
 	for k, v := range r.Params {
-		if v == "" || v == "default" {
+		if v == "" || v == "default" || k == legacyProgramParam {
 			continue
 		}
 		out[strings.ReplaceAll(k, "_", "-")] = v

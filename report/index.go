@@ -142,7 +142,7 @@ func indexRows(runs []RunDir) []indexRow {
 	for i, r := range runs {
 		row := indexRow{RunDir: r}
 		if ri := r.Run; ri != nil {
-			row.Started, row.Lock = fmtStarted(ri.Started), ri.Lock
+			row.Started, row.Lock = fmtStarted(ri.Started), ri.LockLabel()
 			row.Setup = fmt.Sprintf("%s, %s, %d clients, ttl %v, seed %d", ri.Workload, ri.Topology, ri.Clients, ri.TTL(), ri.Seed)
 			row.Faults = ri.Params["nemesis"]
 		}

@@ -229,6 +229,23 @@ func TestReplayCommand(t *testing.T) {
 	if got := ReplayCommand(&r); !strings.HasSuffix(got, `--nemesis 'a b; rm -rf /'`) {
 		t.Errorf("unquoted parameter: %s", got)
 	}
+	// A lock program replays by its lock setting; its own name is no flag,
+	// and an older exec: header, which kept only that name, replays not.
+	for _, tc := range []struct {
+		lock, program string
+		params        map[string]string
+		want          string
+	}{
+		{"exec:A=1 ./it's", "it 1", nil, `torture run --lock 'exec:A=1 ./it'\''s' --clients 3`},
+		{"redis-py", "", map[string]string{"lock_program": "redis-py 4.3.4"}, "torture run --lock redis-py --clients 3"},
+		{"it 1", "", map[string]string{"lock_program": "it 1"}, ""},
+	} {
+		r := history.RunInfo{Lock: tc.lock, Program: tc.program, Clients: 3, Keys: 1, TTLMillis: 100, Params: tc.params}
+		got := ReplayCommand(&r)
+		if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") || strings.Contains(got, "program") {
+			t.Errorf("%s: replay %q, want it to begin %q", tc.lock, got, tc.want)
+		}
+	}
 }
 
 // A guarded resource may name a new key for ever (a flash sale's stock key

@@ -20,7 +20,9 @@ type page struct {
 	Interrupted                    bool
 	Params                         [][2]string
 	Replay                         string
-	Counts                         []countRow
+	// ReplayNote says, in its place, why a run cannot be replayed.
+	ReplayNote string
+	Counts     []countRow
 	// ClassesListed: the summary has no class counts (an older one), so
 	// the classes shown are those of the listed anomalies only.
 	ClassesListed bool
@@ -94,9 +96,13 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 	}
 	if r := s.Run; r != nil {
 		pg.RunID = r.ID
-		pg.Title = r.Lock
+		pg.Title = r.LockLabel()
 		pg.Started = fmtStarted(r.Started)
-		pg.Replay = ReplayCommand(r)
+		if _, err := r.ReplayLock(); err != nil {
+			pg.ReplayNote = err.Error()
+		} else {
+			pg.Replay = ReplayCommand(r)
+		}
 		pg.Params = params(r)
 	} else {
 		pg.Title = "history"
@@ -183,10 +189,15 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 }
 
 // params are the run's parameters as the page lists them: the header's
-// own fields, then every recorded parameter by name.
+// own fields (a lock program's name and version beside the lock setting),
+// then every recorded parameter by name.
 func params(r *history.RunInfo) [][2]string {
-	ps := [][2]string{{"lock", r.Lock}, {"workload", r.Workload}, {"topology", r.Topology},
-		{"clients", fmt.Sprint(r.Clients)}, {"keys", fmt.Sprint(r.Keys)}, {"ttl", r.TTL().String()}, {"seed", fmt.Sprint(r.Seed)}}
+	ps := [][2]string{{"lock", r.Lock}}
+	if r.Program != "" {
+		ps = append(ps, [2]string{"program", r.Program})
+	}
+	ps = append(ps, [][2]string{{"workload", r.Workload}, {"topology", r.Topology},
+		{"clients", fmt.Sprint(r.Clients)}, {"keys", fmt.Sprint(r.Keys)}, {"ttl", r.TTL().String()}, {"seed", fmt.Sprint(r.Seed)}}...)
 	names := make([]string, 0, len(r.Params))
 	for k := range r.Params {
 		names = append(names, k)

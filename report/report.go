@@ -190,7 +190,7 @@ func eachEvent(ctx context.Context, path string, fn func(history.Event)) (*histo
 
 // ReplayCommand is the torture command line that runs the same schedule
 // again: the flags the header names plus every recorded parameter, quoted
-// for a POSIX shell.
+// for a POSIX shell; empty when there is none (see ReplayArgs).
 func ReplayCommand(r *history.RunInfo) string {
 	return QuoteArgs(ReplayArgs(r))
 }
@@ -206,12 +206,19 @@ func QuoteArgs(args []string) string {
 }
 
 // ReplayArgs is ReplayCommand as an argument list, unquoted, for a program
-// to run or to keep in JSON; nil for a history without a run header.
+// to run or to keep in JSON; nil for a history without a run header, or
+// one that cannot be replayed (history.RunInfo.ReplayLock says why). The
+// lock is its setting, so a lock program run from its command line comes
+// back as that exec: line; the program's own name is not a setting.
 func ReplayArgs(r *history.RunInfo) []string {
 	if r == nil {
 		return nil
 	}
-	args := []string{"torture", "run", "--lock", r.Lock}
+	lock, err := r.ReplayLock()
+	if err != nil {
+		return nil
+	}
+	args := []string{"torture", "run", "--lock", lock}
 	add := func(flag, v string) { args = append(args, "--"+flag, v) }
 	if r.Workload != "" {
 		add("workload", r.Workload)
@@ -223,18 +230,17 @@ func ReplayArgs(r *history.RunInfo) []string {
 	add("keys", fmt.Sprint(r.Keys))
 	add("ttl", r.TTL().String())
 	add("seed", fmt.Sprint(r.Seed))
-	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
-		v := r.Params[k]
-		switch v {
-		case "", "0", "0s", "default", "false":
-			// Unset and library-default values are the flags' own defaults.
-			continue
+	params := r.Settings()
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		switch v := params[k]; v {
+		case "0", "0s", "false":
+			// Unset values are the flags' own defaults.
 		case "true":
 			// A boolean flag takes no separate value.
-			args = append(args, "--"+strings.ReplaceAll(k, "_", "-"))
-			continue
+			args = append(args, "--"+k)
+		default:
+			add(k, v)
 		}
-		add(strings.ReplaceAll(k, "_", "-"), v)
 	}
 	return args
 }

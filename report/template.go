@@ -60,7 +60,7 @@ const pageHTML = `<!DOCTYPE html>
 {{with .Stats}}<p class="small">{{.Ops}} operations ({{printf "%.0f" .OpsPerSec}}/s): {{.Acquired}} acquired, {{.AcquireFailed}} failed, {{.Unknown}} unknown, {{.Crashes}} crashes{{if .ResourceOps}}; {{.ResourceOps}} resource operations{{end}}</p>{{end}}
 <p class="small">Files: <a href="history.jsonl">history.jsonl</a> · <a href="summary.json">summary.json</a>{{if .HasLin}} · <a id="linearizability" href="linearizability.html">linearizability.html</a> (porcupine's view of the non-linearizable key){{end}}</p>
 </div></div>
-{{if .Replay}}<h3>Replay this run</h3><pre id="replay">{{.Replay}}</pre>{{end}}
+{{if .Replay}}<h3>Replay this run</h3><pre id="replay">{{.Replay}}</pre>{{else if .ReplayNote}}<h3>Replay this run</h3><p class="small" id="replay-note">{{.ReplayNote}}</p>{{end}}
 
 <h2 id="anomalies">Anomalies{{if .AnomalyTotal}} ({{.AnomalyTotal}}{{if lt (len .Anomalies) .AnomalyTotal}}, {{len .Anomalies}} listed{{end}}){{end}}</h2>
 {{if .Anomalies}}<ol class="anomalies">{{range .Anomalies}}

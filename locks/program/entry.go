@@ -7,7 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"mvdan.cc/sh/v3/shell"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/locktorture/locktorture/locks"
 )
@@ -20,8 +21,9 @@ func IsExec(name string) bool { return strings.HasPrefix(name, ExecPrefix) }
 
 // Exec is the lock named exec:COMMAND ARGS..., split into words as a shell
 // would (quotes, backslashes, $VARS from the environment; no globs or
-// command substitution). The command is not looked for until a run starts
-// it: a missing one fails that run with one line.
+// command substitution), leading NAME=value words set in the program's
+// environment. The command is not looked for until a run starts it: a
+// missing one fails that run with one line.
 func Exec(name string) (locks.Entry, error) {
 	c, err := parseExec(name)
 	if err != nil {
@@ -30,16 +32,77 @@ func Exec(name string) (locks.Entry, error) {
 	return Entry(name, "lock program "+c.Show, func() (Command, error) { return c, nil }), nil
 }
 
+// parseExec splits an exec: line into the program's environment and argv.
+// Leading NAME=value words are assignments, as a shell takes them: each is
+// set in the program's environment (its value expanded but not split), and
+// the first other word is the command. Every word is expanded against the
+// harness's own environment, so A=1 cmd $A passes the outer A, as sh does.
 func parseExec(name string) (Command, error) {
 	line := strings.TrimSpace(strings.TrimPrefix(name, ExecPrefix))
-	argv, err := shell.Fields(line, nil)
+	var words []*syntax.Word
+	for w, err := range syntax.NewParser().WordsSeq(strings.NewReader(line)) {
+		if err != nil {
+			return Command{}, fmt.Errorf("lock %q: cannot split the command line: %v", name, err)
+		}
+		words = append(words, w)
+	}
+	cfg := &expand.Config{Env: expand.FuncEnviron(os.Getenv)}
+	var env []string
+	for len(words) > 0 {
+		assign, ok := assignment(words[0])
+		if !ok {
+			break
+		}
+		v, err := expand.Literal(cfg, assign.value)
+		if err != nil {
+			return Command{}, fmt.Errorf("lock %q: cannot expand %s=: %v", name, assign.name, err)
+		}
+		env, words = append(env, assign.name+"="+v), words[1:]
+	}
+	argv, err := expand.Fields(cfg, words...)
 	if err != nil {
 		return Command{}, fmt.Errorf("lock %q: cannot split the command line: %v", name, err)
 	}
-	if len(argv) == 0 {
+	switch {
+	case len(argv) == 0 && len(env) > 0:
+		return Command{}, fmt.Errorf("lock %q: no command after the NAME=value assignments", name)
+	case len(argv) == 0:
 		return Command{}, fmt.Errorf("lock %q: no command after %s", name, ExecPrefix)
 	}
-	return Command{Argv: argv, Show: line}, nil
+	return Command{Argv: argv, Env: env, Show: line}, nil
+}
+
+// assign is a NAME=value word: the name, and the value as a word of its own.
+type assign struct {
+	name  string
+	value *syntax.Word
+}
+
+// assignment reads w as NAME=value when it is one to a shell: it starts
+// with an unquoted name (a letter or '_', then letters, digits, '_') and '='.
+func assignment(w *syntax.Word) (assign, bool) {
+	if len(w.Parts) == 0 {
+		return assign{}, false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return assign{}, false
+	}
+	n, rest, ok := strings.Cut(lit.Value, "=")
+	if !ok || !isName(n) {
+		return assign{}, false
+	}
+	parts := append([]syntax.WordPart{&syntax.Lit{Value: rest}}, w.Parts[1:]...)
+	return assign{name: n, value: &syntax.Word{Parts: parts}}, true
+}
+
+func isName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Entry registers a lock program under name: each client incarnation runs
