@@ -117,7 +117,9 @@ class Harness {
   // ends. acquire(key, token) and release(key, token) resolve to the
   // reply's fields: {outcome: ...} and whatever else the outcome carries.
   async serve(name, version, promises, acquire, release) {
-    this.send({ type: 'hello', protocol: PROTOCOL, name, version, promises });
+    // skips_go: with await_go false this program sends at once, so the
+    // harness need not send it those go lines at all.
+    this.send({ type: 'hello', protocol: PROTOCOL, name, version, promises, skips_go: true });
     for (let req = await this._next(); req !== null; req = await this._next()) {
       this.request = req.id;
       const serveIt = req.type === 'acquire' ? acquire : release;
