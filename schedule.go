@@ -23,6 +23,8 @@ func (r *run) runSchedule(ctx context.Context) error {
 		return &UsageError{err}
 	}
 
+	// The clients' first processes start before the clock does.
+	c.runner.Prepare()
 	runCtx, stop := context.WithTimeout(c.stopCtx, opts.Duration)
 	progressDone := startProgress(runCtx, opts.Progress, c.runner, c.rec, c.live.anomalies)
 	start := time.Now()

@@ -1,12 +1,19 @@
 package program_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/locks/program"
 )
 
 // BenchmarkExecToken8x8 sets the reference client (token out of process,
@@ -34,4 +41,65 @@ func BenchmarkExecToken8x8(b *testing.B) {
 		b.ReportMetric(ops["exec-token"], "exec-token-lockops/s")
 		b.ReportMetric(100*ops["exec-token"]/ops["token"], "%token")
 	}
+}
+
+// BenchmarkRedisPyVsRaw sets the redis-py lock program beside its yardstick
+// in the same iteration: a fault-free run of 8 clients on 8 keys with zero
+// hold, then 8 processes of python/raw_loop.py (redis-py's own Lock in a
+// plain loop, no harness) on a server of their own for as long. "%raw" is
+// the program's lock operations per second against the raw loop's: how
+// much of its own language's speed a Python lock keeps under the harness.
+// Run with -benchtime 1x: each iteration is two 5 s runs.
+func BenchmarkRedisPyVsRaw(b *testing.B) {
+	needPython(b)
+	py, err := program.FindPython()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const clients, keys, secs = 8, 8, 5
+	for i := 0; i < b.N; i++ {
+		res, err := locktorture.Run(context.Background(), locktorture.Options{
+			Lock: "redis-py", Clients: clients, Keys: keys, Duration: secs * time.Second, TTL: time.Second, Seed: int64(i + 1),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Verdict != "valid" {
+			b.Fatalf("fault-free redis-py run: %s %v", res.Verdict, res.Report.Count)
+		}
+		raw := rawLoop(b, py, clients, keys, secs)
+		b.ReportMetric(res.Stats.OpsPerSec, "redis-py-lockops/s")
+		b.ReportMetric(raw, "raw-lockops/s")
+		b.ReportMetric(100*res.Stats.OpsPerSec/raw, "%raw")
+	}
+}
+
+// rawLoop runs n processes of python/raw_loop.py against a fresh
+// redis-server for secs seconds and returns their lock operations per
+// second, summed.
+func rawLoop(b *testing.B, py string, n, keys, secs int) float64 {
+	b.Helper()
+	topo, _ := testredis.Topology(b, "single", cluster.TopologyOptions{})
+	addr := topo.Nodes()[0].Addr()
+	outs := make([]bytes.Buffer, n)
+	cmds := make([]*exec.Cmd, n)
+	for p := range cmds {
+		cmds[p] = exec.Command(py, "python/raw_loop.py", addr, strconv.Itoa(secs), strconv.Itoa(keys), "1000", strconv.Itoa(p+1))
+		cmds[p].Stdout, cmds[p].Stderr = &outs[p], os.Stderr
+		if err := cmds[p].Start(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ops float64
+	for p, c := range cmds {
+		if err := c.Wait(); err != nil {
+			b.Fatalf("raw loop %d: %v", p, err)
+		}
+		var r struct{ Ops float64 }
+		if err := json.Unmarshal(outs[p].Bytes(), &r); err != nil {
+			b.Fatalf("raw loop %d printed %q: %v", p, outs[p].String(), err)
+		}
+		ops += r.Ops
+	}
+	return ops / float64(secs)
 }
