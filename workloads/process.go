@@ -145,7 +145,7 @@ type Runner struct {
 	// prepared are the first processes Prepare started, until Run
 	// takes them.
 	prepared []spawned
-	holders map[string]map[string]int
+	holders  map[string]map[string]int
 }
 
 // NewRunner checks cfg and returns a runner.
