@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -194,6 +195,34 @@ func (r *run) check(ctx context.Context) error {
 			r.res.Stats.MasterSwitches++
 		}
 	}
+	report.Notes = append(report.Notes, faultNotes(r.res.Stats.Faults, r.opts.Duration)...)
 	r.res.Report, r.res.Verdict = report, report.Gate(r.opts.FailOn)
 	return nil
+}
+
+// faultNotes say why each fault that never took effect did not: it was
+// never started (the run ended before its window came), or every start
+// gave up or failed. The untested verdict says what was not tested; these
+// say what to change.
+func faultNotes(fs *FaultStats, d time.Duration) []string {
+	if fs == nil {
+		return nil
+	}
+	names := make([]string, 0, len(fs.ByFault))
+	for n := range fs.ByFault {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		c := fs.ByFault[n]
+		switch {
+		case c.TookEffect > 0:
+		case c.Started == 0:
+			out = append(out, fmt.Sprintf("fault %s was never started: its first window did not come within the run's %v (a longer --duration or a shorter --nemesis-interval)", n, d))
+		default:
+			out = append(out, fmt.Sprintf("fault %s was started %d times and never took effect: %d gave up, finding no target in time, %d failed (see the run's messages)", n, c.Started, c.GaveUp, c.Failed))
+		}
+	}
+	return out
 }
