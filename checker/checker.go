@@ -292,6 +292,9 @@ type indexed interface {
 // results into one verdict.
 type Composite struct {
 	checkers []Checker
+	// sev are the severities the entries declare, when the composite
+	// came from a registry (Select); nil: the built-in ones.
+	sev severities
 }
 
 // Compose returns a checker that runs all of cs. Nil entries are skipped.
@@ -367,7 +370,11 @@ func (c *Composite) reportIndexed(ctx context.Context, h *history.History, ix *i
 		}()
 	}
 	wg.Wait()
-	return Fold(results...)
+	rep := Fold(results...)
+	if c.sev != nil {
+		c.sev.apply(&rep)
+	}
+	return rep
 }
 
 // Fold composes results computed separately: the verdict is Invalid if any

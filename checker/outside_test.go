@@ -106,3 +106,56 @@ func TestOutsideCheckersStream(t *testing.T) {
 		})
 	}
 }
+
+// An outside checker declares the severity of its kinds in its entry: a
+// kind declared liveness is counted and marked liveness (so --fail-on
+// safety reports it without failing); one not declared is safety, the
+// cautious side. A liveness kind it does not report is refused.
+func TestOutsideSeverity(t *testing.T) {
+	ctx := context.Background()
+	h := checker.GenOverruns(t, 3)
+	entry := func(liveness ...checker.Kind) checker.Entry {
+		return checker.Entry{Name: "late-release", Summary: "a release deleted nothing", Kinds: map[checker.Kind][]checker.Class{"late-release": nil},
+			Liveness: liveness, New: func(checker.MutexOptions) checker.Checker { return lateRelease{} }}
+	}
+	for _, tc := range []struct {
+		name     string
+		liveness []checker.Kind
+		want     checker.Severity
+	}{
+		{"declared liveness", []checker.Kind{"late-release"}, checker.SeverityLiveness},
+		{"undeclared", nil, checker.SeveritySafety},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := checker.Builtin()
+			if err := reg.Register(entry(tc.liveness...)); err != nil {
+				t.Fatal(err)
+			}
+			s, err := checker.NewStream(reg, []string{"late-release"}, checker.MutexOptions{}, checker.StreamOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+			for _, ev := range h.Events {
+				s.Add(ctx, ev)
+			}
+			rep := s.Close(ctx)
+			n := rep.Count["late-release"]
+			if n == 0 {
+				t.Fatal("no late release in the history: the test shows nothing")
+			}
+			safety := rep.Count[checker.KindDoubleHolder] + rep.Count[checker.KindForeignRelease] + rep.Count[checker.KindNonlinearizable] + rep.Count[checker.KindLostUpdate]
+			if tc.want == checker.SeverityLiveness && rep.Severity[checker.SeveritySafety] != safety {
+				t.Errorf("safety count %d, want %d (late releases counted as safety?)", rep.Severity[checker.SeveritySafety], safety)
+			}
+			for _, a := range rep.Anomalies {
+				if a.Kind == "late-release" && a.Severity != tc.want {
+					t.Fatalf("a late release marked %s, want %s", a.Severity, tc.want)
+				}
+			}
+		})
+	}
+	if err := checker.Builtin().Register(entry(checker.KindStuckLock)); err == nil {
+		t.Error("an entry declaring a liveness kind it does not report was accepted")
+	}
+}

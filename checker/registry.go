@@ -20,13 +20,24 @@ type Entry struct {
 	// sorts them into (none for an unclassed kind): what a matrix cell may
 	// expect, checked before the first run.
 	Kinds map[Kind][]Class
+	// Liveness names the kinds of Kinds that are liveness anomalies (a
+	// lock that stalls, not one that lets two in): --fail-on safety
+	// reports them without failing. Every other kind is safety.
+	Liveness []Kind
 }
 
 // About implements registry.Entry.
 func (e Entry) About() (string, string) { return e.Name, e.Summary }
 
 // Check implements registry.Entry.
-func (e Entry) Check() error { return registry.NeedConstructor(e.New != nil) }
+func (e Entry) Check() error {
+	for _, k := range e.Liveness {
+		if _, ok := e.Kinds[k]; !ok {
+			return fmt.Errorf("liveness kind %q is not among the kinds it reports", k)
+		}
+	}
+	return registry.NeedConstructor(e.New != nil)
+}
 
 // Registry holds the checkers a check can run, by name.
 type Registry = registry.Registry[Entry]
@@ -47,7 +58,8 @@ func Builtin() *Registry {
 			New: func(o MutexOptions) Checker { return Linearizable(o.Linearizable, max(o)) }},
 		Entry{Name: "foreign-release", Always: true, Kinds: map[Kind][]Class{KindForeignRelease: nil}, Summary: "a release deleted a lock another client held",
 			New: func(o MutexOptions) Checker { return ForeignRelease(max(o)) }},
-		Entry{Name: "liveness", Always: true, Kinds: map[Kind][]Class{KindStuckLock: nil, KindSpuriousFailure: nil}, Summary: "stuck-lock: nobody could acquire a free key; spurious-failure: an acquire failed while the key was free",
+		Entry{Name: "liveness", Always: true, Kinds: map[Kind][]Class{KindStuckLock: nil, KindSpuriousFailure: nil},
+			Liveness: []Kind{KindStuckLock, KindSpuriousFailure}, Summary: "stuck-lock: nobody could acquire a free key; spurious-failure: an acquire failed while the key was free",
 			New: func(o MutexOptions) Checker { return Liveness(o.Liveness, max(o)) }},
 		Entry{Name: "lost-update", Always: true, Kinds: map[Kind][]Class{KindLostUpdate: nil}, Summary: "the guarded counter lost an increment: two holders overlapped",
 			New: func(o MutexOptions) Checker { return LostUpdate(max(o)) }},
@@ -87,5 +99,7 @@ func Select(r *Registry, names []string, o MutexOptions) (*Composite, error) {
 		cs = append(cs, e.New(o))
 		picked[n] = true
 	}
-	return Compose(cs...), nil
+	c := Compose(cs...)
+	c.sev = severitiesOf(r)
+	return c, nil
 }

@@ -16,14 +16,54 @@ const (
 	SeverityLiveness Severity = "liveness"
 )
 
-// SeverityOf returns the severity of an anomaly kind. Kinds not known to
-// this package (a checker from outside) count as safety, the cautious side.
+// SeverityOf returns the severity of a built-in anomaly kind. A kind no
+// built-in declares counts as safety, the cautious side, unless the entry
+// of the checker that reports it declares it liveness (Entry.Liveness),
+// which a check through a Registry reads.
 func SeverityOf(k Kind) Severity {
 	switch k {
 	case KindStuckLock, KindSpuriousFailure:
 		return SeverityLiveness
 	}
 	return SeveritySafety
+}
+
+// severities are the kinds' severities as the entries of a registry
+// declare them, built-ins and outside checkers alike.
+type severities map[Kind]Severity
+
+func severitiesOf(r *Registry) severities {
+	s := severities{}
+	for _, e := range r.Entries() {
+		for _, k := range e.Liveness {
+			s[k] = SeverityLiveness
+		}
+	}
+	return s
+}
+
+func (s severities) of(k Kind) Severity {
+	if v, ok := s[k]; ok {
+		return v
+	}
+	return SeverityOf(k)
+}
+
+// apply sets the severity of every anomaly of rep, and its counts by
+// severity, from s.
+func (s severities) apply(rep *Report) {
+	rep.Severity = map[Severity]int{}
+	for k, n := range rep.Count {
+		rep.Severity[s.of(k)] += n
+	}
+	for i := range rep.Anomalies {
+		rep.Anomalies[i].Severity = s.of(rep.Anomalies[i].Kind)
+	}
+	for _, r := range rep.Results {
+		for i := range r.Anomalies {
+			r.Anomalies[i].Severity = s.of(r.Anomalies[i].Kind)
+		}
+	}
 }
 
 // FailOn says which anomalies make a gate fail.

@@ -82,7 +82,8 @@ type Stream struct {
 	o      StreamOptions
 	mo     MutexOptions
 	run    *history.RunInfo
-	ev     evidence // what the run put to the test (see Untested)
+	ev     evidence   // what the run put to the test (see Untested)
+	sev    severities // as the registry's entries declare them
 	judges []namedJudge
 	whole  []Checker
 	order  []string // checker names, in Select's order
@@ -152,6 +153,7 @@ func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*
 		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{}, pairs: newPairer(),
 		open: map[int64]openOp{}, acqAt: map[string]int64{},
 		nonlin: map[string]bool{}, stuck: map[string]stuckRef{}, first: true, ownFrom: math.MinInt64}
+	s.sev = c.sev
 	set := newSettings([]Option{MaxAnomalies(o.MaxAnomalies)})
 	for _, x := range c.Checkers() {
 		s.order = append(s.order, x.Name())
@@ -407,11 +409,11 @@ func (s *Stream) accept(c *collector, a Anomaly) {
 		s.stuck[a.Keys[0]] = stuckRef{c, n}
 	}
 	s.found.Add(1)
-	if SeverityOf(a.Kind) == SeveritySafety {
+	if s.sev.of(a.Kind) == SeveritySafety {
 		s.safety.Add(1)
 	}
 	if s.o.OnAnomaly != nil {
-		a.Severity = SeverityOf(a.Kind)
+		a.Severity = s.sev.of(a.Kind)
 		s.o.OnAnomaly(a)
 	}
 }
@@ -452,6 +454,7 @@ func (s *Stream) Close(ctx context.Context) Report {
 	for _, name := range s.Unbounded() {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("memory not bounded: checker %s judges the whole history at once, so every event was kept for it", name))
 	}
+	s.sev.apply(&rep)
 	rep.requireEvidence(&s.ev)
 	return rep
 }
