@@ -182,12 +182,39 @@ func (e *env) lockAddrs() []string {
 	return out
 }
 
-// routes are one client's own addresses of lockAddrs, for a lock that runs
-// as a program and dials them itself (locks.Config.Routes): its proxies, so
-// that network faults reach it, or the nodes themselves in a run without
-// faults. None where lockAddrs has none.
-func (e *env) routes(client int) []string {
-	addrs := e.lockAddrs()
+// routes tell a lock that runs as a program, and dials for itself, where
+// one client's servers are (locks.Config.Routes): lockAddrs on single and
+// redlock; the Sentinels, or the cluster's nodes as seeds, with a map from
+// every address a server announces, on a topology whose master moves. Every
+// address is the client's own: its proxy, so that network faults reach the
+// program, or the node itself in a run without faults. Empty where the
+// topology does not say where its servers are.
+func (e *env) routes(client int) locks.Routes {
+	r := locks.Routes{Topology: e.topo.Name()}
+	if addrs := e.lockAddrs(); len(addrs) > 0 {
+		r.Addrs = e.own(client, addrs)
+		return r
+	}
+	d, ok := e.topo.(cluster.Discovered)
+	if !ok {
+		return r
+	}
+	ds := d.Discovery()
+	r.MasterName, r.Sentinels, r.Addrs = ds.MasterName, e.own(client, ds.Sentinels), e.own(client, ds.Seeds)
+	r.AddrMap = make(map[string]string, len(ds.Announced))
+	for from, node := range ds.Announced {
+		to := e.own(client, []string{node})
+		if len(to) == 0 {
+			return locks.Routes{Topology: r.Topology}
+		}
+		r.AddrMap[from] = to[0]
+	}
+	return r
+}
+
+// own returns one client's own addresses of addrs: its proxies, or addrs
+// themselves in a run without faults. Nil if a proxy cannot be had.
+func (e *env) own(client int, addrs []string) []string {
 	if e.direct || len(addrs) == 0 {
 		return addrs
 	}
@@ -195,8 +222,8 @@ func (e *env) routes(client int) []string {
 	for _, a := range addrs {
 		p, err := e.net.Route(nemesis.ClientName(client), a)
 		if err != nil {
-			// The run made every route before it began: only a
-			// network closed under the run ends here.
+			// The run made every route to a node before it began: only
+			// a network closed under the run ends here.
 			e.logf("route client %d to %s: %v", client, a, err)
 			return nil
 		}

@@ -120,18 +120,18 @@ type Config struct {
 	// Addrs are the Redis addresses of the masters, in the order of Nodes,
 	// for a lock whose library does not use go-redis: it must dial them
 	// with Dial, never directly. Empty on topologies whose master is found
-	// at run time (sentinel): such a lock refuses to run there.
+	// at run time (sentinel, cluster): such a lock refuses to run there.
 	Addrs []string
 	// Dial opens this client's connection to one of Addrs through its fault
 	// proxies and its gate, so that network faults, pauses and crashes reach
 	// a library's own connections as they reach Nodes. Set with Addrs.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Routes are this client's own addresses of Addrs, in their order: its
-	// fault proxies (the nodes themselves in a run without faults). A lock
-	// that runs as a program of its own (locks/program) cannot use Dial, so
-	// it connects to these, and network faults reach it there; pauses and
-	// crashes reach it as signals. Set with Addrs.
-	Routes []string
+	// Routes tell a lock that runs as a program of its own (locks/program)
+	// where this client's servers are. Such a lock cannot use Dial, so
+	// every address in it is this client's own: its fault proxies (the
+	// nodes themselves in a run without faults), where network faults
+	// reach it; pauses and crashes reach it as signals.
+	Routes Routes
 	// Client numbers the client of the run this lock serves (from 0), for
 	// messages that must name it.
 	Client int
@@ -162,6 +162,34 @@ type Config struct {
 	// among them.
 	Settings settings.Values
 }
+
+// Routes are how a lock in another process reaches one client's servers
+// on any topology. On single and redlock it dials the masters; on sentinel
+// and cluster it finds the master, or each slot's owner, as its library
+// does, and the servers then name addresses of their own (a Sentinel's
+// answer, CLUSTER SLOTS, MOVED and ASK), which AddrMap turns into this
+// client's: a connection to an address neither listed here nor reached
+// through AddrMap would bypass the client's fault proxies.
+type Routes struct {
+	// Topology is the topology's name: single, redlock, sentinel or
+	// cluster.
+	Topology string
+	// Addrs are this client's own addresses of Config.Addrs, in their
+	// order, on single and redlock; of every node, as seeds to learn the
+	// slots from, on cluster; none on sentinel.
+	Addrs []string
+	// Sentinels are this client's own addresses of the Sentinels, and
+	// MasterName the name they know the master by (sentinel only).
+	Sentinels  []string
+	MasterName string
+	// AddrMap maps each address a server may announce to this client's
+	// own address for it (sentinel and cluster).
+	AddrMap map[string]string
+}
+
+// Empty reports whether r gives a lock nothing to connect to: a topology
+// that does not say where its servers are (a user's own Sentinels).
+func (r Routes) Empty() bool { return len(r.Addrs) == 0 && len(r.Sentinels) == 0 }
 
 // Hooks let the harness see what a lock does in the background and stop it
 // where a real process could stop. Every field may be nil.

@@ -107,9 +107,9 @@ type Config struct {
 	// connections (through its proxies and gate), for locks whose library
 	// opens its own (locks.Config.Dial).
 	Dial func(client int, gate *Gate) func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Routes, when set, gives a client's own addresses of the masters (its
-	// fault proxies) for locks that run as programs (locks.Config.Routes).
-	Routes func(client int) []string
+	// Routes, when set, tells locks that run as programs where a client's
+	// servers are, at its own fault proxies (locks.Config.Routes).
+	Routes func(client int) locks.Routes
 	// Recorder receives the history.
 	Recorder *history.Recorder
 	// Logf reports harness trouble (a process that could not start).

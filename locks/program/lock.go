@@ -101,8 +101,8 @@ func New(c Command, cfg locks.Config) (*Lock, error) {
 		return nil, fatal("no command")
 	case cfg.TTL <= 0:
 		return nil, fatal("needs a positive ttl")
-	case len(cfg.Routes) == 0:
-		return nil, fatal("a lock program needs the masters' addresses, which this topology does not give (use --topology single or redlock)")
+	case cfg.Routes.Empty():
+		return nil, fatal("a lock program needs to be told where the servers are, which topology %q does not say (a user's own Sentinels do not: use the harness's sentinel topology)", cfg.Routes.Topology)
 	case cfg.Rand == nil || cfg.NewToken == nil:
 		return nil, fatal("config needs Rand and NewToken")
 	}
@@ -140,7 +140,8 @@ func (l *Lock) handshake() error {
 	if cfg.RetryDelay > 0 {
 		r.FirstMs = r.MaxMs
 	}
-	h := Hello{Type: typeHello, Protocol: Version, Client: cfg.Client, Addrs: cfg.Routes, TTLMs: cfg.TTL.Milliseconds(),
+	h := Hello{Type: typeHello, Protocol: Version, Client: cfg.Client, Topology: cfg.Routes.Topology, Addrs: cfg.Routes.Addrs,
+		Sentinels: cfg.Routes.Sentinels, MasterName: cfg.Routes.MasterName, AddrMap: cfg.Routes.AddrMap, TTLMs: cfg.TTL.Milliseconds(),
 		WaitMs: cfg.Wait.Milliseconds(), Retry: r, CommandTimeoutMs: cfg.CommandTimeout.Milliseconds(), Seed: cfg.Rand.Int63(),
 		AwaitGo: !cfg.Unfaulted}
 	if err := l.send(h); err != nil {

@@ -73,6 +73,17 @@ type Hello struct {
 	// the program may then send at once. The go comes in every run, so a
 	// program that always waits for it works in every run too.
 	AwaitGo bool `json:"await_go"`
+
+	// Topology is single, redlock, sentinel or cluster: how to read Addrs
+	// (the masters; the seed nodes on cluster) and the fields below.
+	Topology string `json:"topology"`
+	// Sentinels and MasterName are where a Sentinel-aware library asks
+	// for the master (sentinel).
+	Sentinels  []string `json:"sentinels,omitempty"`
+	MasterName string   `json:"master_name,omitempty"`
+	// AddrMap maps every address a server may announce (the master a
+	// Sentinel names, CLUSTER SLOTS, MOVED, ASK) to the one to dial.
+	AddrMap map[string]string `json:"addr_map,omitempty"`
 }
 
 // Promises are what a program says its lock does.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -143,14 +144,7 @@ type reqKey struct{}
 
 func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.UniversalClient, error) {
 	timeout := time.Duration(h.CommandTimeoutMs) * time.Millisecond
-	var nodes []redis.UniversalClient
-	for _, a := range h.Addrs {
-		o := &redis.Options{Addr: a, Protocol: 2}
-		if timeout > 0 {
-			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
-		}
-		nodes = append(nodes, redis.NewClient(o))
-	}
+	nodes := connect(h, timeout)
 	cfg := locks.Config{Nodes: nodes, TTL: time.Duration(h.TTLMs) * time.Millisecond,
 		Wait: time.Duration(h.WaitMs) * time.Millisecond, CommandTimeout: timeout,
 		Rand: rand.New(rand.NewSource(h.Seed)), Client: h.Client,
@@ -167,6 +161,40 @@ func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.Universa
 		return nil, nil, fmt.Errorf("build lock %s: %w", entry.Name, err)
 	}
 	return lk, nodes, nil
+}
+
+// connect opens the lock's go-redis clients as the hello says: one per
+// master on single and redlock, a Sentinel-aware failover client on
+// sentinel, a cluster client on cluster. The last two dial every address a
+// server announces through the hello's map, so that no connection leaves
+// the harness's proxies.
+func connect(h Hello, timeout time.Duration) []redis.UniversalClient {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if a, ok := h.AddrMap[addr]; ok {
+			addr = a
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	var dt, rt, wt time.Duration
+	if timeout > 0 {
+		dt, rt, wt = timeout, timeout, timeout
+	}
+	switch h.Topology {
+	case "sentinel":
+		return []redis.UniversalClient{redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: h.MasterName, SentinelAddrs: h.Sentinels, Dialer: dial, Protocol: 2,
+			DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt})}
+	case "cluster":
+		return []redis.UniversalClient{redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: h.Addrs, Dialer: dial, Protocol: 2, DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt})}
+	}
+	var nodes []redis.UniversalClient
+	for _, a := range h.Addrs {
+		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: a, Protocol: 2,
+			DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt}))
+	}
+	return nodes
 }
 
 func (s *server) write(v any) error { return writeLine(&s.wmu, s.out, v) }

@@ -6,13 +6,20 @@ do_extend), and the harness's wait and pacing go in as blocking_timeout and
 sleep. With --extend a thread calls extend(ttl, replace_ttl=True) every
 TTL/3 while the lock is held, which is what redis-py's users write for long
 work (thread_local=False, so that thread sees the token).
+
+On the sentinel and cluster topologies the client is the one redis-py's
+users build there, Sentinel(...).master_for(...) or RedisCluster(...);
+every connection dials the address the hello's addr_map gives for the one a
+server announced, so that it goes through this client's fault proxies.
 """
 
 import sys
 import threading
 
 import redis
+import redis.cluster
 import redis.lock
+import redis.sentinel
 
 EXTEND = "--extend" in sys.argv
 harness = Harness()
@@ -21,9 +28,59 @@ ttl = hello["ttl_ms"] / 1000.0
 wait = hello["wait_ms"] / 1000.0
 pause = max(hello["retry"]["max_ms"], 1) / 1000.0
 timeout = hello["command_timeout_ms"] / 1000.0 or None
-host, port = hello["addrs"][0].rsplit(":", 1)
-client = redis.Redis(host=host, port=int(port), socket_timeout=timeout,
-                     socket_connect_timeout=timeout)
+addr_map = hello.get("addr_map") or {}
+
+
+def hostport(addr):
+    host, port = addr.rsplit(":", 1)
+    return host, int(port)
+
+
+class Mapped:
+    """Dials the address the hello maps a server's announced one to.
+
+    Sentinels name the master, and a cluster its nodes, by their own
+    addresses; the harness's faults act on this client's proxies for them.
+    Only the socket's target changes: host and port keep the announced
+    address, by which redis-py's pools and slot tables know the node.
+    """
+
+    def _connect(self):
+        announced = self.host, self.port
+        self.host, self.port = hostport(addr_map.get("%s:%s" % announced, "%s:%s" % announced))
+        try:
+            return super()._connect()
+        finally:
+            self.host, self.port = announced
+
+
+class MappedConnection(Mapped, redis.Connection):
+    pass
+
+
+class MappedSentinelConnection(Mapped, redis.sentinel.SentinelManagedConnection):
+    pass
+
+
+def connect():
+    """The client redis-py's users write for the hello's topology."""
+    kw = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    topology = hello.get("topology", "single")
+    if topology == "sentinel":
+        sentinel = redis.sentinel.Sentinel([hostport(a) for a in hello["sentinels"]], **kw)
+        return sentinel.master_for(hello["master_name"], connection_class=MappedSentinelConnection, **kw)
+    if topology == "cluster":
+        # Only a cluster client given a url builds its nodes' pools from
+        # its keyword arguments, connection_class among them (4.x).
+        first, rest = hello["addrs"][0], hello["addrs"][1:]
+        seeds = [redis.cluster.ClusterNode(*hostport(a)) for a in rest]
+        return redis.cluster.RedisCluster(url="redis://" + first, startup_nodes=seeds,
+                                          connection_class=MappedConnection, **kw)
+    host, port = hostport(hello["addrs"][0])
+    return redis.Redis(host=host, port=port, **kw)
+
+
+client = connect()
 
 
 class SteppedLock(redis.lock.Lock):
