@@ -8,8 +8,7 @@ import (
 )
 
 // TestLockProgramErrors: through the command line, a lock program that
-// breaks the protocol, or one put on a topology that cannot serve it, ends
-// the run with one line and exit code 2.
+// breaks the protocol ends the run with one line and exit code 2.
 func TestLockProgramErrors(t *testing.T) {
 	for _, bin := range []string{"redis-server", "redis-sentinel"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -21,7 +20,6 @@ func TestLockProgramErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--lock", "exec:sh ../locks/program/testdata/not-json.sh"}, []string{"client ", `"granted!"`, "not a JSON object", "expected"}},
-		{[]string{"--lock", "exec-token", "--topology", "sentinel"}, []string{"exec-token", "masters' addresses", "--topology single or redlock"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"run", "--duration", "2s", "--ttl", "300ms", "--out", t.TempDir()}, tc.args...)
