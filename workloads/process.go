@@ -43,7 +43,10 @@ type Process struct {
 	// Nodes are the process's own connections (closed when it dies).
 	Nodes []redis.UniversalClient
 
-	r         *Runner
+	r *Runner
+	// shared is the incarnation of the client's group (--share) whose
+	// gate, lock and connections the process uses; nil when it owns them.
+	shared    *instance
 	id        atomic.Int64
 	lastToken atomic.Value // string: the token of the latest acquire attempt
 	tokens    int
@@ -114,6 +117,9 @@ type Config struct {
 	Recorder *history.Recorder
 	// Logf reports harness trouble (a process that could not start).
 	Logf func(format string, args ...any)
+	// Share is how many clients use one lock object (see group); 0 or 1:
+	// each its own.
+	Share int
 	// Observe, when set, is told of every protocol step of every process
 	// (see nemesis.ProtocolEvent), in the process's goroutine: the nemesis aims its
 	// faults with it.
@@ -146,6 +152,9 @@ type Runner struct {
 	// takes them.
 	prepared []spawned
 	holders  map[string]map[string]int
+	// groups are the clients that share a lock object, by c/Share; nil
+	// when none do.
+	groups []*group
 }
 
 // NewRunner checks cfg and returns a runner.
@@ -159,7 +168,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Runner{cfg: cfg, current: map[int]*Process{}, holders: map[string]map[string]int{}}, nil
+	r := &Runner{cfg: cfg, current: map[int]*Process{}, holders: map[string]map[string]int{}}
+	r.groups = newGroups(r)
+	return r, nil
 }
 
 // Stats returns the live counters.
@@ -297,54 +308,91 @@ func (r *Runner) client(ctx, ops context.Context, w Workload, c int) {
 }
 
 func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
-	p := &Process{Client: c, Gate: NewGate(), Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
+	p := &Process{Client: c, Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
 	p.id.Store(int64(r.newProcessID()))
-	if r.cfg.Observe != nil {
-		p.Gate.observe = func(point string) { p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point}) }
-	}
 	p.lastToken.Store("")
-	nodes, err := r.cfg.Connect(c, p.Gate)
+	var err error
+	if g := r.groupOf(c); g != nil {
+		err = g.join(p)
+	} else {
+		err = r.own(p, rng)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, err
 	}
-	p.Nodes = nodes
-	// Attempts and lease starts come from the wire, whatever the lock
-	// calls its protocol points (see StampSends).
-	StampSends(nodes)
-	lc := r.cfg.LockConfig
-	lc.Nodes = nodes
-	if r.cfg.Dial != nil {
-		lc.Dial = r.cfg.Dial(c, p.Gate)
-	}
-	if r.cfg.Routes != nil {
-		lc.Routes = r.cfg.Routes(c)
-	}
-	lc.Client = c
-	lc.Rand = rand.New(rand.NewSource(rng.Int63()))
-	lc.NewToken = func() string {
-		p.tokens++
-		t := fmt.Sprintf("c%d-p%d-%d", c, p.ID(), p.tokens)
-		p.lastToken.Store(t)
-		return t
-	}
-	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook(), Sent: sentHook}
-	lk, err := r.cfg.Lock(lc)
-	if err != nil {
-		closeAll(nodes)
-		return nil, fmt.Errorf("build lock: %w", err)
-	}
-	if s, ok := lk.(Signaled); ok {
-		p.Gate.Attach(s)
-	}
-	p.Lock = lk
 	r.mu.Lock()
 	r.current[c] = p
 	r.mu.Unlock()
 	return p, nil
 }
 
+// own gives p a gate, connections and lock of its own: a client that
+// shares its lock object with no other.
+func (r *Runner) own(p *Process, rng *rand.Rand) error {
+	p.Gate = NewGate()
+	if r.cfg.Observe != nil {
+		p.Gate.observe = func(_ context.Context, point string) {
+			p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point})
+		}
+	}
+	newToken := func() string {
+		p.tokens++
+		t := fmt.Sprintf("c%d-p%d-%d", p.Client, p.ID(), p.tokens)
+		p.lastToken.Store(t)
+		return t
+	}
+	lk, nodes, err := r.build(p.Client, p.Gate, rng, newToken, p.renewHook(), nil)
+	if err != nil {
+		return err
+	}
+	p.Lock, p.Nodes = lk, nodes
+	return nil
+}
+
+// build opens client c's connections through gate and builds a lock over
+// them, for clients (nil: c alone). rng seeds the lock.
+func (r *Runner) build(c int, gate *Gate, rng *rand.Rand, newToken func() string,
+	renew func(*locks.Lease) func(error), clients []int) (locks.Lock, []redis.UniversalClient, error) {
+	nodes, err := r.cfg.Connect(c, gate)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	// Attempts and lease starts come from the wire, whatever the lock
+	// calls its protocol points (see StampSends).
+	StampSends(nodes)
+	lc := r.cfg.LockConfig
+	lc.Nodes = nodes
+	if r.cfg.Dial != nil {
+		lc.Dial = r.cfg.Dial(c, gate)
+	}
+	if r.cfg.Routes != nil {
+		lc.Routes = r.cfg.Routes(c)
+	}
+	lc.Client, lc.Clients = c, clients
+	if clients == nil {
+		lc.Rand = rand.New(rand.NewSource(rng.Int63()))
+	} else {
+		// Its clients call it at once: math/rand's sources are not
+		// safe for that.
+		lc.Rand = rand.New(&lockedSource{src: rand.NewSource(rng.Int63()).(rand.Source64)})
+	}
+	lc.NewToken = newToken
+	lc.Hooks = locks.Hooks{Step: gate.Step, Renew: renew, Sent: sentHook}
+	lk, err := r.cfg.Lock(lc)
+	if err != nil {
+		closeAll(nodes)
+		return nil, nil, fmt.Errorf("build lock: %w", err)
+	}
+	if s, ok := lk.(Signaled); ok {
+		gate.Attach(s)
+	}
+	return lk, nodes, nil
+}
+
 // live runs iterations until the process dies or ctx ends.
 func (r *Runner) live(ctx, ops context.Context, w Workload, p *Process) error {
+	// A lock or gate shared by several clients tells them apart by it.
+	ops = context.WithValue(locks.WithClient(ops, p.Client), procKey{}, p)
 	for ctx.Err() == nil {
 		if err := w.Step(ops, p); err != nil {
 			return err
@@ -369,14 +417,24 @@ func (r *Runner) retire(p *Process, err error) {
 	} else if err != nil {
 		r.cfg.Logf("client %d: %v", p.Client, err)
 	}
-	p.Gate.Crash() // whatever still runs in it (a watchdog) stops now
-	if c, ok := p.Lock.(locks.Closer); ok {
+	r.dropHolds(p.Client)
+	if p.shared != nil {
+		r.groupOf(p.Client).leave(p, err != nil)
+		return
+	}
+	r.end(p.Client, p.Gate, p.Lock, p.Nodes)
+}
+
+// end stops what still runs in a dead process (a watchdog), closes its lock
+// and its connections (its keys stay in Redis, as after kill -9).
+func (r *Runner) end(client int, gate *Gate, lk locks.Lock, nodes []redis.UniversalClient) {
+	gate.Crash()
+	if c, ok := lk.(locks.Closer); ok {
 		if err := c.Close(); err != nil {
-			r.cfg.Logf("client %d: close lock: %v", p.Client, err)
+			r.cfg.Logf("client %d: close lock: %v", client, err)
 		}
 	}
-	r.dropHolds(p.Client)
-	closeAll(p.Nodes)
+	closeAll(nodes)
 }
 
 // fatal reports whether err must end the run (a lock program that broke
@@ -452,7 +510,14 @@ func (r *Runner) retireWatchdogPID(p *Process) { p.watchdog.Store(0) }
 
 // LastToken is the token of the process's latest acquire attempt: the lease
 // an acquire with an unknown outcome may have left in Redis.
-func (p *Process) LastToken() string { return p.lastToken.Load().(string) }
+func (p *Process) LastToken() string {
+	if p.shared != nil {
+		// The shared lock asks for tokens of whichever client calls:
+		// the latest may be another's when two acquire at once.
+		return p.shared.lastToken.Load().(string)
+	}
+	return p.lastToken.Load().(string)
+}
 
 // hold and unhold track who believes it holds each key right now, so the
 // status line can count overlaps while the run goes on.
