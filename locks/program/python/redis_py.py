@@ -6,6 +6,13 @@ do_extend), and the harness's wait and pacing go in as blocking_timeout and
 sleep. With --extend a thread calls extend(ttl, replace_ttl=True) every
 TTL/3 while the lock is held, which is what redis-py's users write for long
 work (thread_local=False, so that thread sees the token).
+
+Under the harness's --share K (protocol version 2) the K clients are
+threads of this process and share ONE Lock object per key, as an
+application's threads share the lock it made once. redis-py's default
+thread_local=True keeps each thread's token apart; --shared-token builds
+the shared Lock with thread_local=False, where one thread's release uses
+the token another thread's acquire stored, and deletes that thread's lock.
 """
 
 import sys
@@ -15,6 +22,7 @@ import redis
 import redis.lock
 
 EXTEND = "--extend" in sys.argv
+SHARED_TOKEN = "--shared-token" in sys.argv
 harness = Harness()
 hello = harness.hello
 ttl = hello["ttl_ms"] / 1000.0
@@ -41,6 +49,19 @@ class SteppedLock(redis.lock.Lock):
 
 
 held = {}  # token -> (lock, stop event, extend thread)
+shared = {}  # key -> the one Lock the threads share, under --share
+shared_mu = threading.Lock()
+
+
+def lock_for(key):
+    """A Lock of its own per acquire, or under --share the key's one Lock."""
+    if not harness.shared:
+        return SteppedLock(client, key, timeout=ttl, sleep=pause, thread_local=not EXTEND)
+    with shared_mu:
+        if key not in shared:
+            shared[key] = SteppedLock(client, key, timeout=ttl, sleep=pause,
+                                      thread_local=not (EXTEND or SHARED_TOKEN))
+        return shared[key]
 
 
 def extender(lock, key, token, stop):
@@ -58,7 +79,7 @@ def extender(lock, key, token, stop):
 
 
 def acquire(key, token):
-    lock = SteppedLock(client, key, timeout=ttl, sleep=pause, thread_local=not EXTEND)
+    lock = lock_for(key)
     try:
         ok = lock.acquire(blocking=wait > 0, blocking_timeout=wait, token=token)
     except Exception as e:
@@ -84,10 +105,13 @@ def release(key, token):
         lock.release()
     except redis.lock.LockNotOwnedError:
         return {"outcome": "not_deleted"}
+    except redis.lock.LockError:  # no token of its own: nothing was sent
+        return {"outcome": "not_deleted"}
     except Exception as e:
         return {"outcome": "unknown", "error": "%s: %s" % (type(e).__name__, e)}
     return {"outcome": "deleted"}
 
 
-harness.serve("redis-py-extend" if EXTEND else "redis-py", redis.__version__,
+NAME = "redis-py-extend" if EXTEND else "redis-py-shared-token" if SHARED_TOKEN else "redis-py"
+harness.serve(NAME, redis.__version__,
               {"renewal": EXTEND, "fencing": False, "validity": False}, acquire, release)
