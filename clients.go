@@ -75,7 +75,7 @@ func startClients(ctx context.Context, r *run) (*clients, error) {
 		steps = c.watch.Emit
 	}
 	c.runner, err = workloads.NewRunner(workloads.Config{
-		Clients: opts.Clients, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
+		Clients: opts.Clients, Share: opts.Share, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
 		Lock:       pl.lock.New,
 		LockConfig: lockCfg,
 		Connect:    r.env.connector(opts),

@@ -265,6 +265,13 @@ func probeLock(ctx context.Context, opts Options, entry locks.Entry, cfg locks.C
 	}
 	cfg.Routes = e.routes(0)
 	cfg.Rand = rand.New(rand.NewSource(opts.Seed))
+	if opts.Share > 1 {
+		// As the first group will run it: a program that cannot serve
+		// shared clients says so before any client starts.
+		for c := range min(opts.Share, opts.Clients) {
+			cfg.Clients = append(cfg.Clients, c)
+		}
+	}
 	program, err = entry.Probe(ctx, cfg)
 	if err != nil {
 		return "", usage("lock %s: %v", opts.Lock, err)

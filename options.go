@@ -31,7 +31,13 @@ type Options struct {
 	// workload or checker in a clone of Builtin() to put it to work.
 	Registries Registries
 
-	Clients  int
+	Clients int
+	// Share is how many clients use one lock object, as threads of one
+	// process share a library's lock: clients 0..Share-1 share the first,
+	// Share..2*Share-1 the next. It exists to show the bugs of a lock
+	// object shared by threads (one thread's release deleting another
+	// thread's lock); 1 (the default) gives every client its own.
+	Share    int
 	Keys     int
 	Duration time.Duration
 	TTL      time.Duration
@@ -153,7 +159,7 @@ func (r *Registries) Fill() {
 // DefaultOptions are the seed's numbers: a 3 s TTL, work well under it.
 func DefaultOptions() Options {
 	return Options{
-		Lock: "token", Workload: "mutex", Topology: "single", NemesisInterval: 2 * time.Second, Clients: 4, Keys: 1, Duration: 10 * time.Second,
+		Lock: "token", Workload: "mutex", Topology: "single", NemesisInterval: 2 * time.Second, Clients: 4, Share: 1, Keys: 1, Duration: 10 * time.Second,
 		TTL: 3 * time.Second, HoldMin: 10 * time.Millisecond, HoldMax: 100 * time.Millisecond,
 		CheckTimeout: time.Minute, OutDir: "results",
 	}
@@ -209,6 +215,9 @@ func (o *Options) fill() {
 	if o.Keys == 0 {
 		o.Keys = d.Keys
 	}
+	if o.Share == 0 {
+		o.Share = 1
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -237,6 +246,8 @@ func (o Options) validate() (plan, error) {
 	switch {
 	case o.Clients < 1 || o.Clients > 10000:
 		return plan{}, usage("--clients %d: want 1..10000", o.Clients)
+	case o.Share < 1 || o.Share > o.Clients:
+		return plan{}, usage("--share %d: want 1..%d (at most --clients)", o.Share, o.Clients)
 	case o.Keys < 1 || o.Keys > 100000:
 		return plan{}, usage("--keys %d: want 1..100000", o.Keys)
 	case o.Duration <= 0:

@@ -86,10 +86,22 @@ func runFields() []field {
 			return *o.RedisRetries
 		},
 		set: func(o *Options, v any) { n := v.(int); o.RedisRetries = &n }}
+	// share is recorded only above 1, so the header of an unshared run
+	// stays as it was before the setting existed.
+	share := field{Setting: set("share", settings.Int, "1", "clients that share one lock object, as threads of one process (1..clients)"),
+		where: both,
+		get: func(o *Options) any {
+			if o.Share > 1 {
+				return o.Share
+			}
+			return nil
+		},
+		set: func(o *Options, v any) { o.Share = v.(int) }}
 	return []field{
 		bind(set("lock", settings.String, d.Lock, "lock under test (see 'torture list')"), 0, func(o *Options) *string { return &o.Lock }),
 		bind(set("workload", settings.String, d.Workload, "what clients do (see 'torture list')"), inSpec, func(o *Options) *string { return &o.Workload }),
 		bind(set("clients", settings.Int, fmt.Sprint(d.Clients), "concurrent clients"), inSpec, func(o *Options) *int { return &o.Clients }),
+		share,
 		bind(set("keys", settings.Int, fmt.Sprint(d.Keys), "lock keys the clients contend for"), inSpec, func(o *Options) *int { return &o.Keys }),
 		bind(set("duration", settings.Duration, d.Duration.String(), "how long clients run"), both, func(o *Options) *time.Duration { return &o.Duration }),
 		bind(set("ttl", settings.Duration, d.TTL.String(), "lock TTL"), inSpec, func(o *Options) *time.Duration { return &o.TTL }),

@@ -158,6 +158,13 @@ type Config struct {
 	NewToken func() string
 	// Hooks let the harness watch and interrupt the protocol.
 	Hooks Hooks
+	// Clients are the clients that share this lock object (--share), in
+	// order, when more than one does: the lock then serves them all at
+	// once, each call from its client's own goroutine (ClientFrom names
+	// it), as a library's lock object shared by the threads of one
+	// process. Client is the first of them. Nil when the lock serves
+	// Client alone.
+	Clients []int
 	// Settings are the run's setting values, the lock's own (Entry.Settings)
 	// among them.
 	Settings settings.Values
@@ -380,4 +387,19 @@ func retryPaced(ctx context.Context, cfg Config, attempt func(context.Context) (
 			return fmt.Errorf("%w: %v", ErrNotAcquired, err)
 		}
 	}
+}
+
+type clientKey struct{}
+
+// WithClient marks ctx as a call of client n. A lock shared by several
+// clients (Config.Clients) learns from it which of them calls, as a thread
+// would be known by its own identity.
+func WithClient(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, clientKey{}, n)
+}
+
+// ClientFrom is the client WithClient marked ctx with.
+func ClientFrom(ctx context.Context) (int, bool) {
+	n, ok := ctx.Value(clientKey{}).(int)
+	return n, ok
 }

@@ -28,7 +28,9 @@ type Gate struct {
 	points  map[string]bool
 	// observe, when set, is told of each point before the step takes
 	// effect, so a crash or pause aimed at the point lands on it.
-	observe func(point string)
+	// ctx is the step's: a gate shared by several clients (--share)
+	// tells from it which of them stands at the point.
+	observe func(ctx context.Context, point string)
 	// proc, when set, is the operating-system process the client's lock
 	// runs in: pauses and crashes reach it as signals.
 	proc Signaled
@@ -181,7 +183,7 @@ func (g *Gate) wait(ctx context.Context) (time.Duration, error) {
 // while paused and fails once crashed. It fits locks.Hooks.Step.
 func (g *Gate) Step(ctx context.Context, point string) error {
 	if g.observe != nil {
-		g.observe(point)
+		g.observe(ctx, point)
 	}
 	g.mu.Lock()
 	g.points[point] = true

@@ -43,7 +43,10 @@ type Process struct {
 	// Nodes are the process's own connections (closed when it dies).
 	Nodes []redis.UniversalClient
 
-	r         *Runner
+	r *Runner
+	// shared is the incarnation of the client's group (--share) whose
+	// gate, lock and connections the process uses; nil when it owns them.
+	shared    *instance
 	id        atomic.Int64
 	lastToken atomic.Value // string: the token of the latest acquire attempt
 	tokens    int
@@ -114,6 +117,9 @@ type Config struct {
 	Recorder *history.Recorder
 	// Logf reports harness trouble (a process that could not start).
 	Logf func(format string, args ...any)
+	// Share is how many clients use one lock object (see group); 0 or 1:
+	// each its own.
+	Share int
 	// Observe, when set, is told of every protocol step of every process
 	// (see nemesis.ProtocolEvent), in the process's goroutine: the nemesis aims its
 	// faults with it.
@@ -146,6 +152,9 @@ type Runner struct {
 	// takes them.
 	prepared []spawned
 	holders  map[string]map[string]int
+	// groups are the clients that share a lock object, by c/Share; nil
+	// when none do.
+	groups []*group
 }
 
 // NewRunner checks cfg and returns a runner.
@@ -159,7 +168,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Runner{cfg: cfg, current: map[int]*Process{}, holders: map[string]map[string]int{}}, nil
+	r := &Runner{cfg: cfg, current: map[int]*Process{}, holders: map[string]map[string]int{}}
+	r.groups = newGroups(r)
+	return r, nil
 }
 
 // Stats returns the live counters.
@@ -296,55 +307,10 @@ func (r *Runner) client(ctx, ops context.Context, w Workload, c int) {
 	}
 }
 
-func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
-	p := &Process{Client: c, Gate: NewGate(), Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
-	p.id.Store(int64(r.newProcessID()))
-	if r.cfg.Observe != nil {
-		p.Gate.observe = func(point string) { p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point}) }
-	}
-	p.lastToken.Store("")
-	nodes, err := r.cfg.Connect(c, p.Gate)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	p.Nodes = nodes
-	// Attempts and lease starts come from the wire, whatever the lock
-	// calls its protocol points (see StampSends).
-	StampSends(nodes)
-	lc := r.cfg.LockConfig
-	lc.Nodes = nodes
-	if r.cfg.Dial != nil {
-		lc.Dial = r.cfg.Dial(c, p.Gate)
-	}
-	if r.cfg.Routes != nil {
-		lc.Routes = r.cfg.Routes(c)
-	}
-	lc.Client = c
-	lc.Rand = rand.New(rand.NewSource(rng.Int63()))
-	lc.NewToken = func() string {
-		p.tokens++
-		t := fmt.Sprintf("c%d-p%d-%d", c, p.ID(), p.tokens)
-		p.lastToken.Store(t)
-		return t
-	}
-	lc.Hooks = locks.Hooks{Step: p.Gate.Step, Renew: p.renewHook(), Sent: sentHook}
-	lk, err := r.cfg.Lock(lc)
-	if err != nil {
-		closeAll(nodes)
-		return nil, fmt.Errorf("build lock: %w", err)
-	}
-	if s, ok := lk.(Signaled); ok {
-		p.Gate.Attach(s)
-	}
-	p.Lock = lk
-	r.mu.Lock()
-	r.current[c] = p
-	r.mu.Unlock()
-	return p, nil
-}
-
 // live runs iterations until the process dies or ctx ends.
 func (r *Runner) live(ctx, ops context.Context, w Workload, p *Process) error {
+	// A lock or gate shared by several clients tells them apart by it.
+	ops = context.WithValue(locks.WithClient(ops, p.Client), procKey{}, p)
 	for ctx.Err() == nil {
 		if err := w.Step(ops, p); err != nil {
 			return err
@@ -369,14 +335,12 @@ func (r *Runner) retire(p *Process, err error) {
 	} else if err != nil {
 		r.cfg.Logf("client %d: %v", p.Client, err)
 	}
-	p.Gate.Crash() // whatever still runs in it (a watchdog) stops now
-	if c, ok := p.Lock.(locks.Closer); ok {
-		if err := c.Close(); err != nil {
-			r.cfg.Logf("client %d: close lock: %v", p.Client, err)
-		}
-	}
 	r.dropHolds(p.Client)
-	closeAll(p.Nodes)
+	if p.shared != nil {
+		r.groupOf(p.Client).leave(p, err != nil)
+		return
+	}
+	r.end(p.Client, p.Gate, p.Lock, p.Nodes)
 }
 
 // fatal reports whether err must end the run (a lock program that broke
@@ -452,7 +416,14 @@ func (r *Runner) retireWatchdogPID(p *Process) { p.watchdog.Store(0) }
 
 // LastToken is the token of the process's latest acquire attempt: the lease
 // an acquire with an unknown outcome may have left in Redis.
-func (p *Process) LastToken() string { return p.lastToken.Load().(string) }
+func (p *Process) LastToken() string {
+	if p.shared != nil {
+		// The shared lock asks for tokens of whichever client calls:
+		// the latest may be another's when two acquire at once.
+		return p.shared.lastToken.Load().(string)
+	}
+	return p.lastToken.Load().(string)
+}
 
 // hold and unhold track who believes it holds each key right now, so the
 // status line can count overlaps while the run goes on.

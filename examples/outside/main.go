@@ -15,6 +15,7 @@ func main() {
 	regs := locktorture.Builtin()
 	for _, err := range []error{
 		regs.Locks.Register(getThenSet),
+		regs.Locks.Register(sameInstance),
 		regs.Faults.Register(flushKeys),
 		regs.Checkers.Register(longHolds),
 	} {

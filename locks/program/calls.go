@@ -32,7 +32,7 @@ func (l *Lock) releaseBound() time.Duration { return 3*l.commandTimeout() + time
 // Acquire implements locks.Lock.
 func (l *Lock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 	token := l.cfg.NewToken()
-	m, err := l.roundTrip(ctx, Request{Type: typeAcquire, Key: key, Token: token}, l.acquireBound())
+	m, err := l.roundTrip(ctx, l.request(ctx, typeAcquire, key, token), l.acquireBound())
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (l *Lock) refused(m message) error {
 
 // Release implements locks.Lock.
 func (l *Lock) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
-	m, err := l.roundTrip(ctx, Request{Type: typeRelease, Key: lease.Key, Token: lease.Token}, l.releaseBound())
+	m, err := l.roundTrip(ctx, l.request(ctx, typeRelease, lease.Key, lease.Token), l.releaseBound())
 	l.mu.Lock()
 	delete(l.leases, lease.Token)
 	l.mu.Unlock()
@@ -107,6 +107,20 @@ func (l *Lock) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
 		return false, nil
 	}
 	return false, unknown(m)
+}
+
+// request makes a request; in version 2 it names the client calling (from
+// ctx, see locks.WithClient), whose thread the program serves it on.
+func (l *Lock) request(ctx context.Context, kind, key, token string) Request {
+	r := Request{Type: kind, Key: key, Token: token}
+	if shared(l.cfg) {
+		c, ok := locks.ClientFrom(ctx)
+		if !ok {
+			c = l.cfg.Client
+		}
+		r.Client = &c
+	}
+	return r
 }
 
 // roundTrip sends req and waits for its reply. A program that stays silent
@@ -156,13 +170,8 @@ func (l *Lock) roundTrip(ctx context.Context, req Request, bound time.Duration) 
 
 // handle acts on one line of the program; an error is a protocol violation.
 func (l *Lock) handle(line []byte) error {
-	// Whatever the program says next, the reply of its last command of an
-	// acquire was back before it said it: that bounds the attempt.
-	if l.replied != nil {
-		l.replied()
-		l.replied = nil
-	}
 	m, err := parse(line)
+	l.endTry(m, err == nil)
 	if err != nil {
 		return fmt.Errorf(`%v; expected a JSON object with a "type"`, err)
 	}
@@ -182,6 +191,31 @@ func (l *Lock) handle(line []byte) error {
 		return l.onRenew(m)
 	}
 	return fmt.Errorf("unknown type %q; expected reply, step, renew or renewed", m.Type)
+}
+
+// endTry ends the try of an acquire's last step at the program's next
+// line: whatever the program says next, the reply of that command was back
+// before it said it. A program serving several clients (version 2) says
+// lines for the others meanwhile: only the acquire's own next step or its
+// reply ends its try then.
+func (l *Lock) endTry(m message, parsed bool) {
+	if !shared(l.cfg) || !parsed {
+		for id, end := range l.replied {
+			end()
+			delete(l.replied, id)
+		}
+		return
+	}
+	id := m.ID
+	if m.Type == typeStep {
+		id = m.Request
+	} else if m.Type != typeReply {
+		return
+	}
+	if end := l.replied[id]; end != nil {
+		end()
+		delete(l.replied, id)
+	}
 }
 
 func (l *Lock) onReply(m message) error {
@@ -259,7 +293,7 @@ func (l *Lock) onStep(m message) error {
 		}
 	}
 	if wired && l.cfg.Hooks.Sent != nil {
-		l.replied = l.cfg.Hooks.Sent(ctx)
+		l.replied[m.Request] = l.cfg.Hooks.Sent(ctx)
 	}
 	l.mu.Lock()
 	l.steps[m.Step] = time.Now()

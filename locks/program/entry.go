@@ -141,8 +141,9 @@ func Entries() []locks.Entry {
 	py, js := pythonFinder(), nodeFinder()
 	return []locks.Entry{
 		Entry("exec-token", "the built-in token lock run out of process over the lock protocol: the protocol's reference client, same verdicts as token", reference("token")),
-		Entry("redis-py", "redis-py's redis.lock.Lock (Python, SET NX PX, Lua release): like token, long work or a SIGSTOP gives two holders", py.command(false)),
-		Entry("redis-py-extend", "redis-py's Lock + a thread calling extend every ttl/3 while held: survives long work, not a SIGSTOP", py.command(true)),
+		Entry("redis-py", "redis-py's redis.lock.Lock (Python, SET NX PX, Lua release): like token, long work or a SIGSTOP gives two holders", py.command("")),
+		Entry("redis-py-extend", "redis-py's Lock + a thread calling extend every ttl/3 while held: survives long work, not a SIGSTOP", py.command("--extend")),
+		Entry("redis-py-shared-token", "redis-py's Lock made once per key and shared by a process's threads with thread_local=False (--share): one thread's release uses another's token and deletes its lock", py.command("--shared-token")),
 		Entry("node-redis", "node-redis's SET NX PX with a token and a Lua compare-and-delete (Node): like token, long work or a SIGSTOP gives two holders; no foreign release", js.command()),
 	}
 }

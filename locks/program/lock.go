@@ -77,9 +77,9 @@ type Lock struct {
 	paused   time.Duration // total time stopped, so bounds count only running time
 	bg       context.Context
 	cancelBg context.CancelFunc
-	// replied ends the try of the acquire's last step; only the reader
-	// goroutine touches it.
-	replied func()
+	// replied ends the try of each acquire's last step, by request; only
+	// the reader goroutine touches it.
+	replied map[int64]func()
 }
 
 type call struct {
@@ -92,7 +92,7 @@ type call struct {
 // error is a *locks.FatalError: a program that cannot start or speak the
 // protocol fails the run with one line.
 func New(c Command, cfg locks.Config) (*Lock, error) {
-	label := fmt.Sprintf("client %d: lock program `%s`", cfg.Client, c.show())
+	label := fmt.Sprintf("%s: lock program `%s`", clientsLabel(cfg), c.show())
 	fatal := func(format string, args ...any) error {
 		return &locks.FatalError{Err: fmt.Errorf(label+": "+format, args...)}
 	}
@@ -118,7 +118,7 @@ func New(c Command, cfg locks.Config) (*Lock, error) {
 	}
 	l := &Lock{cfg: cfg, cmd: cmd, stdin: stdin, stderr: &tail{}, reaped: make(chan struct{}),
 		hello: make(chan message, 1), label: label, pending: map[int64]*call{}, steps: map[int64]time.Time{},
-		leases: map[string]*locks.Lease{}, renewals: map[int64]func(error){}}
+		leases: map[string]*locks.Lease{}, renewals: map[int64]func(error){}, replied: map[int64]func(){}}
 	l.bg, l.cancelBg = context.WithCancel(context.Background())
 	cmd.Stderr = l.stderr
 	if err := start(cmd, l.reaped); err != nil {
@@ -140,10 +140,17 @@ func (l *Lock) handshake() error {
 	if cfg.RetryDelay > 0 {
 		r.FirstMs = r.MaxMs
 	}
-	h := Hello{Type: typeHello, Protocol: Version, Client: cfg.Client, Topology: cfg.Routes.Topology, Addrs: cfg.Routes.Addrs,
+	want := Version
+	if shared(cfg) {
+		want = VersionShared
+	}
+	h := Hello{Type: typeHello, Protocol: want, Client: cfg.Client, Topology: cfg.Routes.Topology, Addrs: cfg.Routes.Addrs,
 		Sentinels: cfg.Routes.Sentinels, MasterName: cfg.Routes.MasterName, AddrMap: cfg.Routes.AddrMap, TTLMs: cfg.TTL.Milliseconds(),
 		WaitMs: cfg.Wait.Milliseconds(), Retry: r, CommandTimeoutMs: cfg.CommandTimeout.Milliseconds(), Seed: cfg.Rand.Int63(),
 		AwaitGo: !cfg.Unfaulted}
+	if want == VersionShared {
+		h.Clients = cfg.Clients
+	}
 	if err := l.send(h); err != nil {
 		return l.deadErr("during the handshake", "a hello line")
 	}
@@ -153,17 +160,13 @@ func (l *Lock) handshake() error {
 	case m := <-l.hello:
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if m.Protocol == nil || *m.Protocol != Version {
-			got := "no protocol"
-			if m.Protocol != nil {
-				got = fmt.Sprintf("protocol %d", *m.Protocol)
-			}
-			return fmt.Errorf("%s: its hello answered %s; expected protocol %d", l.label, got, Version)
+		if err := l.checkVersion(m, want); err != nil {
+			return err
 		}
 		if m.Name == "" {
 			return fmt.Errorf(`%s: its hello has no "name"; expected the lock's name`, l.label)
 		}
-		l.label = fmt.Sprintf("client %d: lock program %s", cfg.Client, m.Name)
+		l.label = fmt.Sprintf("%s: lock program %s", clientsLabel(cfg), m.Name)
 		if err := expressible(cfg, m); err != nil {
 			return fmt.Errorf("%s: %w", l.label, err)
 		}
@@ -175,6 +178,43 @@ func (l *Lock) handshake() error {
 	case <-t.C:
 		return fmt.Errorf("%s: no hello within %v; expected a hello line", l.label, handshakeTimeout)
 	}
+}
+
+// checkVersion refuses a hello that answered another version than want:
+// a program of version 1 under --share says so in words.
+func (l *Lock) checkVersion(m message, want int) error {
+	switch {
+	case m.Protocol != nil && *m.Protocol == want:
+		return nil
+	case m.Protocol != nil && *m.Protocol == Version && want == VersionShared:
+		name := m.Name
+		if name == "" {
+			name = "`" + strings.Join(l.cmd.Args, " ") + "`"
+		}
+		return fmt.Errorf("%s: lock program %s speaks protocol %d; --share %d needs one that speaks protocol %d (serves several clients at once)",
+			clientsLabel(l.cfg), name, Version, len(l.cfg.Clients), VersionShared)
+	}
+	got := "no protocol"
+	if m.Protocol != nil {
+		got = fmt.Sprintf("protocol %d", *m.Protocol)
+	}
+	return fmt.Errorf("%s: its hello answered %s; expected protocol %d", l.label, got, want)
+}
+
+// shared reports whether the lock serves several clients at once (--share):
+// protocol version 2.
+func shared(cfg locks.Config) bool { return len(cfg.Clients) > 1 }
+
+// clientsLabel names the clients a program serves in messages.
+func clientsLabel(cfg locks.Config) string {
+	if !shared(cfg) {
+		return fmt.Sprintf("client %d", cfg.Client)
+	}
+	s := make([]string, len(cfg.Clients))
+	for i, c := range cfg.Clients {
+		s[i] = strconv.Itoa(c)
+	}
+	return "clients " + strings.Join(s, ",")
 }
 
 // expressible refuses a run whose TTL or fixed retry pause the program's

@@ -19,9 +19,14 @@ import (
 	"sync"
 )
 
-// Version is the protocol version this harness speaks; a program must
-// answer the hello with the same.
+// Version is the protocol version this harness speaks to a program that
+// serves one client; a program must answer the hello with the same.
 const Version = 1
+
+// VersionShared is the version of a program that serves the several
+// clients of a shared lock object (--share) in one process, concurrently,
+// as threads: requests name their client and may be in flight together.
+const VersionShared = 2
 
 // Message types.
 const (
@@ -58,13 +63,16 @@ type Retry struct {
 
 // Hello is the harness's first line: what a Go lock gets in locks.Config.
 type Hello struct {
-	Type     string   `json:"type"`
-	Protocol int      `json:"protocol"`
-	Client   int      `json:"client"`
-	Addrs    []string `json:"addrs"`
-	TTLMs    int64    `json:"ttl_ms"`
-	WaitMs   int64    `json:"wait_ms"`
-	Retry    Retry    `json:"retry"`
+	Type     string `json:"type"`
+	Protocol int    `json:"protocol"`
+	Client   int    `json:"client"`
+	// Clients, in version 2, are the clients the program serves at once,
+	// sharing one lock object per key.
+	Clients []int    `json:"clients,omitempty"`
+	Addrs   []string `json:"addrs"`
+	TTLMs   int64    `json:"ttl_ms"`
+	WaitMs  int64    `json:"wait_ms"`
+	Retry   Retry    `json:"retry"`
 	// CommandTimeoutMs is 0 for the library's own default.
 	CommandTimeoutMs int64 `json:"command_timeout_ms"`
 	Seed             int64 `json:"seed"`
@@ -99,6 +107,9 @@ type Request struct {
 	ID    int64  `json:"id"`
 	Key   string `json:"key"`
 	Token string `json:"token"`
+	// Client, in version 2, is the client the request is for: the
+	// program serves it on that client's own thread.
+	Client *int `json:"client,omitempty"`
 }
 
 // goMsg lets a step's command go out.

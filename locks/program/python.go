@@ -58,8 +58,9 @@ func (p *python) find() (string, error) {
 	return p.path, p.err
 }
 
-// command runs redis_py.py (with --extend: its renewing variant).
-func (p *python) command(extend bool) func() (Command, error) {
+// command runs redis_py.py with flag (none, --extend: its renewing
+// variant, --shared-token: its shared Lock without thread-local tokens).
+func (p *python) command(flag string) func() (Command, error) {
 	return func() (Command, error) {
 		py, err := p.find()
 		if err != nil {
@@ -67,9 +68,9 @@ func (p *python) command(extend bool) func() (Command, error) {
 		}
 		argv := []string{py, "-c", lockprotoPy + "\n" + redisPy}
 		show := py + " redis_py.py"
-		if extend {
-			argv = append(argv, "--extend")
-			show += " --extend"
+		if flag != "" {
+			argv = append(argv, flag)
+			show += " " + flag
 		}
 		return Command{Argv: argv, Show: show}, nil
 	}

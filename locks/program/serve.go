@@ -75,9 +75,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 	if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Type != typeHello {
 		return fmt.Errorf("first line %s: expected the hello", quote(sc.Bytes()))
 	}
-	if h.Protocol != Version {
+	if h.Protocol < Version {
 		return fmt.Errorf("the harness speaks protocol %d; this program speaks %d", h.Protocol, Version)
 	}
+	// A later version (2, --share) is answered with 1, which this program
+	// speaks: the harness then ends the run with one line saying why.
 	s.await = h.AwaitGo
 	lk, nodes, err := s.build(h, entry)
 	if err != nil {

@@ -1,4 +1,4 @@
-"""The program side of locktorture's lock protocol, version 1, for Python.
+"""The program side of locktorture's lock protocol, versions 1 and 2, for Python.
 
 docs/lock-protocol.md is the spec; this module is its Python example. A
 lock program builds a Harness, then calls serve() with two functions: one
@@ -13,6 +13,11 @@ in CPython is most of what a request costs beyond its Redis commands. One
 that renews in the background (serve(..., promises={"renewal": True}))
 reads on a thread of its own, since a renewal waits for its go while the
 main thread may be waiting for Redis.
+
+Version 2 (the harness's --share K) serves the K clients of one shared lock
+object in this one process: a reader thread reads stdin, and each client's
+requests run on a thread of that client's own, so that up to K requests
+are served at once, as the threads of one application use one lock.
 """
 
 import json
@@ -22,6 +27,7 @@ import sys
 import threading
 
 PROTOCOL = 1
+SHARED = 2  # the version that serves several clients at once
 
 
 class Harness:
@@ -34,12 +40,16 @@ class Harness:
         self._renewals = 0
         self._goes = {}
         self._requests = None  # a queue once a reader thread reads stdin
-        self._main = threading.current_thread()
-        self.request = 0  # the id of the request the main thread serves
+        # the id of the request this thread serves; none in background
+        # threads (a renewal), whose steps say request 0
+        self._local = threading.local()
         line = self._in.readline()
         self.hello = json.loads(line) if line else {}
         if self.hello.get("type") != "hello":
             raise SystemExit("expected the harness's hello, got %r" % line)
+        # Version 2: the clients this process serves, sharing its locks.
+        self.shared = self.hello.get("protocol") == SHARED
+        self.clients = self.hello.get("clients") or [self.hello.get("client", 0)]
         self._await = self.hello.get("await_go", True)
 
     def send(self, msg):
@@ -55,8 +65,8 @@ class Harness:
             n = self._steps
             if self._await and self._requests is not None:
                 ev = self._goes[n] = threading.Event()
-        main = threading.current_thread() is self._main
-        self.send({"type": "step", "step": n, "point": point, "request": self.request if main else 0})
+        request = getattr(self._local, "request", 0)
+        self.send({"type": "step", "step": n, "point": point, "request": request})
         if not self._await:
             return n
         if self._requests is not None:
@@ -117,23 +127,47 @@ class Harness:
         acquire(key, token) and release(key, token) return the reply's
         fields: {"outcome": ...} and whatever else the outcome carries.
         """
-        if promises.get("renewal"):
+        if promises.get("renewal") or self.shared:
             self._requests = queue.Queue()
         # skips_go: this program sends at once when the hello's await_go
         # is false, so the harness need not send those go lines at all.
-        self.send({"type": "hello", "protocol": PROTOCOL, "name": name,
-                   "version": version, "promises": promises, "skips_go": True})
+        self.send({"type": "hello", "protocol": SHARED if self.shared else PROTOCOL,
+                   "name": name, "version": version, "promises": promises, "skips_go": True})
         if self._requests is not None:
             threading.Thread(target=self._read, daemon=True).start()
+        if self.shared:
+            return self._serve_threads(acquire, release)
         while True:
             req = self._request()
             if req is None:
                 return
-            self.request = req["id"]
-            if req["type"] == "acquire":
-                reply = acquire(req["key"], req["token"])
-            else:
-                reply = release(req["key"], req["token"])
-            reply.update({"type": "reply", "id": req["id"]})
-            self.send(reply)
-            self.request = 0
+            self._answer(req, acquire, release)
+
+    def _answer(self, req, acquire, release):
+        self._local.request = req["id"]
+        if req["type"] == "acquire":
+            reply = acquire(req["key"], req["token"])
+        else:
+            reply = release(req["key"], req["token"])
+        reply.update({"type": "reply", "id": req["id"]})
+        self.send(reply)
+        self._local.request = 0
+
+    def _serve_threads(self, acquire, release):
+        """Version 2: each client's requests on a thread of its own."""
+        def work(q):
+            while True:
+                req = q.get()
+                if req is None:
+                    return
+                self._answer(req, acquire, release)
+        queues = {}
+        while True:
+            req = self._requests.get()
+            if req is None:
+                return  # stdin closed: the run is over
+            q = queues.get(req.get("client", 0))
+            if q is None:
+                q = queues[req.get("client", 0)] = queue.Queue()
+                threading.Thread(target=work, args=(q,), daemon=True).start()
+            q.put(req)

@@ -11,6 +11,13 @@ On the sentinel and cluster topologies the client is the one redis-py's
 users build there, Sentinel(...).master_for(...) or RedisCluster(...);
 every connection dials the address the hello's addr_map gives for the one a
 server announced, so that it goes through this client's fault proxies.
+
+Under the harness's --share K (protocol version 2) the K clients are
+threads of this process and share ONE Lock object per key, as an
+application's threads share the lock it made once. redis-py's default
+thread_local=True keeps each thread's token apart; --shared-token builds
+the shared Lock with thread_local=False, where one thread's release uses
+the token another thread's acquire stored, and deletes that thread's lock.
 """
 
 import sys
@@ -22,6 +29,7 @@ import redis.lock
 import redis.sentinel
 
 EXTEND = "--extend" in sys.argv
+SHARED_TOKEN = "--shared-token" in sys.argv
 harness = Harness()
 hello = harness.hello
 ttl = hello["ttl_ms"] / 1000.0
@@ -98,6 +106,19 @@ class SteppedLock(redis.lock.Lock):
 
 
 held = {}  # token -> (lock, stop event, extend thread)
+shared = {}  # key -> the one Lock the threads share, under --share
+shared_mu = threading.Lock()
+
+
+def lock_for(key):
+    """A Lock of its own per acquire, or under --share the key's one Lock."""
+    if not harness.shared:
+        return SteppedLock(client, key, timeout=ttl, sleep=pause, thread_local=not EXTEND)
+    with shared_mu:
+        if key not in shared:
+            shared[key] = SteppedLock(client, key, timeout=ttl, sleep=pause,
+                                      thread_local=not (EXTEND or SHARED_TOKEN))
+        return shared[key]
 
 
 def extender(lock, key, token, stop):
@@ -115,7 +136,7 @@ def extender(lock, key, token, stop):
 
 
 def acquire(key, token):
-    lock = SteppedLock(client, key, timeout=ttl, sleep=pause, thread_local=not EXTEND)
+    lock = lock_for(key)
     try:
         ok = lock.acquire(blocking=wait > 0, blocking_timeout=wait, token=token)
     except Exception as e:
@@ -141,10 +162,13 @@ def release(key, token):
         lock.release()
     except redis.lock.LockNotOwnedError:
         return {"outcome": "not_deleted"}
+    except redis.lock.LockError:  # no token of its own: nothing was sent
+        return {"outcome": "not_deleted"}
     except Exception as e:
         return {"outcome": "unknown", "error": "%s: %s" % (type(e).__name__, e)}
     return {"outcome": "deleted"}
 
 
-harness.serve("redis-py-extend" if EXTEND else "redis-py", redis.__version__,
+NAME = "redis-py-extend" if EXTEND else "redis-py-shared-token" if SHARED_TOKEN else "redis-py"
+harness.serve(NAME, redis.__version__,
               {"renewal": EXTEND, "fencing": False, "validity": False}, acquire, release)

@@ -1,0 +1,52 @@
+package program_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/internal/testredis"
+)
+
+// shared is short with clients 0,1 and 2,3 each sharing one program (one
+// lock object per key, protocol version 2).
+func shared(lock string, overrun float64) locktorture.Options {
+	o := short(lock)
+	o.Share, o.Overrun = 2, overrun
+	return o
+}
+
+// TestShareRedisPy: redis-py's Lock shared by a program's threads keeps each
+// thread's token apart (thread_local=True, its default) and holds; built
+// with thread_local=False, one thread's late release deletes the lock
+// another thread holds.
+func TestShareRedisPy(t *testing.T) {
+	needPython(t)
+	runCases(t, []verdictCase{
+		{"redis-py fault-free", shared("redis-py", 0), verdict{valid: true}},
+		{"redis-py overrun", shared("redis-py", 0.2), verdict{want: checker.KindDoubleHolder, absent: checker.KindForeignRelease}},
+		{"redis-py-shared-token overrun", shared("redis-py-shared-token", 0.3), verdict{want: checker.KindForeignRelease}},
+	})
+}
+
+// TestShareNeedsVersion2: a program that speaks only version 1 (the Go
+// reference program) under --share ends the run with one line naming it
+// and the version it must speak.
+func TestShareNeedsVersion2(t *testing.T) {
+	testredis.Need(t)
+	o := shared("exec-token", 0)
+	o.OutDir = t.TempDir()
+	_, err := locktorture.Run(context.Background(), o)
+	if err == nil {
+		t.Fatal("run passed, want an error")
+	}
+	msg := err.Error()
+	for _, w := range []string{"exec-token", "protocol 1", "--share 2", "protocol 2"} {
+		if !strings.Contains(msg, w) || strings.Contains(msg, "\n") {
+			t.Errorf("error %q: want one line saying %q", msg, w)
+		}
+	}
+	noneLeft(t)
+}
