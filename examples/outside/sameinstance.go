@@ -33,12 +33,6 @@ if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 end
 return 0`)
 
-var compareAndDelete = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	return redis.call("DEL", KEYS[1])
-end
-return 0`)
-
 type instanceLock struct {
 	cfg   locks.Config
 	value string // the object's own value, for every acquire it makes
@@ -85,7 +79,7 @@ func (l *instanceLock) Release(ctx context.Context, lease *locks.Lease) (bool, e
 	if err := l.step(ctx, "release"); err != nil {
 		return false, err
 	}
-	n, err := compareAndDelete.Run(ctx, l.cfg.Nodes[0], []string{lease.Key}, l.value).Int()
+	n, err := release.Run(ctx, l.cfg.Nodes[0], []string{lease.Key}, l.value).Int()
 	return n == 1, err
 }
 

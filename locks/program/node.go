@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 )
 
 // The Node lock program travels inside the binary, as the Python ones do:
@@ -59,20 +58,12 @@ func (n *node) find() (string, string, error) {
 	n.once.Do(func() {
 		n.env = nodePath()
 		var tried []string
-		for _, c := range []string{os.Getenv(NodeEnv), "/usr/bin/node", "node"} {
-			if c == "" {
-				continue
-			}
-			tried = append(tried, c)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			cmd := exec.CommandContext(ctx, c, "-e", "require('redis')")
-			cmd.Env = append(os.Environ(), n.env)
-			err := cmd.Run()
-			cancel()
-			if err == nil {
-				n.path = c
-				return
-			}
+		n.path, tried = firstWorking([]string{os.Getenv(NodeEnv), "/usr/bin/node", "node"},
+			func(ctx context.Context, bin string) *exec.Cmd {
+				return withEnv(exec.CommandContext(ctx, bin, "-e", "require('redis')"), n.env)
+			})
+		if n.path != "" {
+			return
 		}
 		n.err = fmt.Errorf("no Node interpreter here can require redis (tried %s, with Debian's module folders on NODE_PATH): install Debian's node-redis (scripts/install-deps.sh) or set %s",
 			strings.Join(tried, ", "), NodeEnv)

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"time"
 )
 
 // The Python lock programs travel inside the binary: an installed torture
@@ -39,18 +38,10 @@ func pythonFinder() *python { return &python{} }
 func (p *python) find() (string, error) {
 	p.once.Do(func() {
 		var tried []string
-		for _, c := range []string{os.Getenv(PythonEnv), "/usr/bin/python3", "python3"} {
-			if c == "" {
-				continue
-			}
-			tried = append(tried, c)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			err := exec.CommandContext(ctx, c, "-c", "import redis").Run()
-			cancel()
-			if err == nil {
-				p.path = c
-				return
-			}
+		p.path, tried = firstWorking([]string{os.Getenv(PythonEnv), "/usr/bin/python3", "python3"},
+			func(ctx context.Context, bin string) *exec.Cmd { return exec.CommandContext(ctx, bin, "-c", "import redis") })
+		if p.path != "" {
+			return
 		}
 		p.err = fmt.Errorf("no Python interpreter here can import redis (tried %s): install Debian's python3-redis (scripts/install-deps.sh) or set %s",
 			strings.Join(tried, ", "), PythonEnv)
