@@ -39,7 +39,9 @@ func (p *python) find() (string, error) {
 	p.once.Do(func() {
 		var tried []string
 		p.path, tried = firstWorking([]string{os.Getenv(PythonEnv), "/usr/bin/python3", "python3"},
-			func(ctx context.Context, bin string) *exec.Cmd { return exec.CommandContext(ctx, bin, "-c", "import redis") })
+			func(ctx context.Context, bin string) *exec.Cmd {
+				return exec.CommandContext(ctx, bin, "-c", "import redis")
+			})
 		if p.path != "" {
 			return
 		}
