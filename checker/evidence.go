@@ -14,10 +14,13 @@ import (
 const Untested Verdict = "untested"
 
 // evidence counts what a history shows was really exercised: the lock
-// taken, and each fault's windows. A verdict of valid needs both.
+// taken, and each fault's windows. A verdict of valid needs both. A
+// workload that never takes the lock (stock-lua: one atomic script, the
+// control of the flash sale) needs some operation of its own to succeed.
 type evidence struct {
-	acquired int64
-	took     map[string]int
+	tried, acquired int64 // acquires invoked, and granted
+	ok              int64 // operations of any kind that succeeded
+	took            map[string]int
 	// asked are the faults the header says the run asked for.
 	asked []string
 }
@@ -26,8 +29,13 @@ func (ev *evidence) add(e history.Event) {
 	switch {
 	case e.Run != nil:
 		ev.asked = RequestedFaults(e.Run)
-	case e.Type == history.OK && e.Op == history.Acquire:
-		ev.acquired++
+	case e.Type == history.Invoke && e.Op == history.Acquire:
+		ev.tried++
+	case e.Type == history.OK:
+		ev.ok++
+		if e.Op == history.Acquire {
+			ev.acquired++
+		}
 	case e.Type == history.Info && e.Op == history.FaultStart:
 		if ev.took == nil {
 			ev.took = map[string]int{}
@@ -40,8 +48,11 @@ func (ev *evidence) add(e history.Event) {
 // tested what it was asked to.
 func (ev *evidence) untested() []string {
 	var out []string
-	if ev.acquired == 0 {
+	switch {
+	case ev.tried > 0 && ev.acquired == 0:
 		out = append(out, "no acquire succeeded: mutual exclusion was never put to the test")
+	case ev.ok == 0:
+		out = append(out, "no operation succeeded: nothing was put to the test")
 	}
 	for _, f := range ev.asked {
 		if ev.took[f] == 0 {

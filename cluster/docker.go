@@ -189,9 +189,12 @@ func (d *Docker) Start(ctx context.Context, spec NodeSpec) (Server, error) {
 	return c, nil
 }
 
+// isPortTaken: the port, or the cluster bus port beside it (port+10000,
+// which redis-server binds as well), was taken meanwhile.
 func isPortTaken(err error) bool {
 	s := err.Error()
-	return strings.Contains(s, "port is already allocated") || strings.Contains(s, "address already in use")
+	return strings.Contains(s, "port is already allocated") || strings.Contains(s, "address already in use") ||
+		strings.Contains(s, "Failed listening on port")
 }
 
 // Close removes every container and the network of the run.
