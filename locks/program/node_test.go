@@ -37,5 +37,7 @@ func TestNodeRedis(t *testing.T) {
 		{"overrun", overrun, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived, absent: checker.KindForeignRelease}},
 		{"pause-client", pause, verdict{want: checker.KindDoubleHolder, class: checker.ClassLeaseOutlived}},
 		{"crash-client", short("node-redis", "crash-client"), verdict{valid: true}},
+		// lockproto.js speaks version 2: two clients, one Node process.
+		{"share 2 fault-free", shared("node-redis", 0), verdict{valid: true}},
 	})
 }

@@ -1,4 +1,4 @@
-// The program side of locktorture's lock protocol, version 1, for Node.
+// The program side of locktorture's lock protocol, versions 1 and 2, for Node.
 //
 // docs/lock-protocol.md is the spec; this file is its Node example, the twin
 // of python/lockproto.py. A lock program opens a Harness (which reads the
@@ -7,11 +7,20 @@
 // awaits step(point): the promise resolves when the harness's "go" comes.
 // Background renewals call renew() and renewed(). Only protocol lines go to
 // stdout; anything else belongs on stderr.
+//
+// Version 2 (the harness's --share K) serves the K clients of one shared
+// lock object in this one process: each client's requests run in order on
+// a chain of that client's own, the chains side by side, as the threads of
+// one application use one lock. Which request a step serves travels with
+// the async work that serves it (AsyncLocalStorage), so step() needs no
+// argument for it.
 'use strict';
 
 const readline = require('readline');
+const { AsyncLocalStorage } = require('async_hooks');
 
 const PROTOCOL = 1;
+const SHARED = 2; // the version that serves several clients at once
 
 class Harness {
   // open reads the harness's hello and resolves to a Harness.
@@ -36,7 +45,9 @@ class Harness {
     this._requests = []; // requests read, not yet served
     this._wake = null; // resolves the server's wait for a request
     this._closed = false;
-    this.request = 0; // the id of the request being served
+    this._serving = new AsyncLocalStorage(); // the id of the request being served
+    this.shared = false; // version 2: several clients share this process
+    this.clients = [];
   }
 
   // send writes one protocol line whole, in one write: Node runs one line
@@ -48,7 +59,7 @@ class Harness {
   // step announces the next command to Redis and resolves when the harness
   // lets it go. request is the id of the request the command serves: the
   // one being served by default, 0 for background work such as a renewal.
-  step(point, request = this.request) {
+  step(point, request = this._serving.getStore() || 0) {
     const n = ++this._steps;
     const go = this._await ? new Promise((resolve) => this._goes.set(n, resolve)) : Promise.resolve();
     this.send({ type: 'step', step: n, point, request });
@@ -80,6 +91,8 @@ class Harness {
       }
       this.hello = msg;
       this._await = msg.await_go !== false; // a missing await_go means wait
+      this.shared = msg.protocol === SHARED;
+      this.clients = msg.clients || [msg.client || 0];
       this._opened(this);
     } else if (msg.type === 'go') {
       const resolve = this._goes.get(msg.step);
@@ -113,19 +126,32 @@ class Harness {
     return this._requests.length > 0 ? this._requests.shift() : null;
   }
 
-  // serve answers the hello, then serves requests one at a time until stdin
-  // ends. acquire(key, token) and release(key, token) resolve to the
+  // serve answers the hello, then serves requests until stdin ends: one at
+  // a time in version 1, each client's in order on its own chain in
+  // version 2. acquire(key, token) and release(key, token) resolve to the
   // reply's fields: {outcome: ...} and whatever else the outcome carries.
   async serve(name, version, promises, acquire, release) {
     // skips_go: with await_go false this program sends at once, so the
     // harness need not send it those go lines at all.
-    this.send({ type: 'hello', protocol: PROTOCOL, name, version, promises, skips_go: true });
+    this.send({ type: 'hello', protocol: this.shared ? SHARED : PROTOCOL, name, version, promises, skips_go: true });
+    const chains = new Map(); // client -> the promise of its last request
     for (let req = await this._next(); req !== null; req = await this._next()) {
-      this.request = req.id;
+      if (!this.shared) {
+        await this._answer(req, acquire, release);
+        continue;
+      }
+      const client = req.client || 0;
+      const last = chains.get(client) || Promise.resolve();
+      chains.set(client, last.then(() => this._answer(req, acquire, release)));
+    }
+  }
+
+  // _answer serves one request and sends its reply.
+  _answer(req, acquire, release) {
+    return this._serving.run(req.id, async () => {
       const serveIt = req.type === 'acquire' ? acquire : release;
       const reply = await serveIt(req.key, req.token);
       this.send({ ...reply, type: 'reply', id: req.id });
-      this.request = 0;
-    }
+    });
   }
 }
