@@ -78,15 +78,7 @@ func TestOutsideCheckersStream(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := e.New(checker.MutexOptions{}).Check(ctx, h)
-				s, err := checker.NewStream(reg, []string{tt.name}, checker.MutexOptions{MaxAnomalies: -1}, checker.StreamOptions{Window: 20e6})
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
-				for _, ev := range h.Events {
-					s.Add(ctx, ev)
-				}
-				rep := s.Close(ctx)
+				rep, s := streamed(t, reg, tt.name, checker.MutexOptions{MaxAnomalies: -1}, checker.StreamOptions{Window: 20e6}, h)
 				if got := len(s.Unbounded()) > 0; got != tt.unbounded {
 					t.Fatalf("unbounded %v (%v), want %v", got, s.Unbounded(), tt.unbounded)
 				}
@@ -112,7 +104,6 @@ func TestOutsideCheckersStream(t *testing.T) {
 // safety reports it without failing); one not declared is safety, the
 // cautious side. A liveness kind it does not report is refused.
 func TestOutsideSeverity(t *testing.T) {
-	ctx := context.Background()
 	h := checker.GenOverruns(t, 3)
 	entry := func(liveness ...checker.Kind) checker.Entry {
 		return checker.Entry{Name: "late-release", Summary: "a release deleted nothing", Kinds: map[checker.Kind][]checker.Class{"late-release": nil},
@@ -131,15 +122,7 @@ func TestOutsideSeverity(t *testing.T) {
 			if err := reg.Register(entry(tc.liveness...)); err != nil {
 				t.Fatal(err)
 			}
-			s, err := checker.NewStream(reg, []string{"late-release"}, checker.MutexOptions{}, checker.StreamOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
-			for _, ev := range h.Events {
-				s.Add(ctx, ev)
-			}
-			rep := s.Close(ctx)
+			rep, _ := streamed(t, reg, "late-release", checker.MutexOptions{}, checker.StreamOptions{}, h)
 			n := rep.Count["late-release"]
 			if n == 0 {
 				t.Fatal("no late release in the history: the test shows nothing")
@@ -158,4 +141,20 @@ func TestOutsideSeverity(t *testing.T) {
 	if err := checker.Builtin().Register(entry(checker.KindStuckLock)); err == nil {
 		t.Error("an entry declaring a liveness kind it does not report was accepted")
 	}
+}
+
+// streamed checks h, header first, through a Stream of reg's lock checkers
+// and the one named.
+func streamed(t *testing.T, reg *checker.Registry, name string, mo checker.MutexOptions, so checker.StreamOptions, h *history.History) (checker.Report, *checker.Stream) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := checker.NewStream(reg, []string{name}, mo, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add(ctx, history.Event{Type: history.Info, Op: history.RunOp, Run: h.Run})
+	for _, ev := range h.Events {
+		s.Add(ctx, ev)
+	}
+	return s.Close(ctx), s
 }

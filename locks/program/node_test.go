@@ -1,26 +1,17 @@
 package program_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/internal/testredis"
 	"github.com/locktorture/locktorture/locks/program"
 )
 
 // needNode skips a node-redis test where no Node interpreter can require
-// redis, except in CI (CI set), which installs node-redis and where a skip
-// would hide a broken lock program.
+// redis (see needInterpreter).
 func needNode(t testing.TB) {
 	t.Helper()
-	testredis.Need(t)
-	if _, err := program.FindNode(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %v", err)
-		}
-		t.Skip(err)
-	}
+	needInterpreter(t, program.FindNode)
 }
 
 // TestNodeRedis puts node-redis's SET NX PX lock, run by Node over the

@@ -22,8 +22,15 @@ import (
 // hide a broken lock program.
 func needPython(t testing.TB) {
 	t.Helper()
+	needInterpreter(t, program.FindPython)
+}
+
+// needInterpreter skips a test of an in-tree program whose interpreter
+// find does not find, except in CI, which installs it.
+func needInterpreter(t testing.TB, find func() (string, error)) {
+	t.Helper()
 	testredis.Need(t)
-	if _, err := program.FindPython(); err != nil {
+	if _, err := find(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %v", err)
 		}
