@@ -31,8 +31,11 @@ type liveCheck struct {
 
 	stream *checker.Stream
 	val    *history.Validator
-	done   chan struct{}
-	err    error
+	// stalls and longest count the harness's own stalls, for the stats.
+	stalls  int64
+	longest int64
+	done    chan struct{}
+	err     error
 	// stopOnce ends the run at the first anomaly stopWhen accepts.
 	stopOnce sync.Once
 	stopWhen func(checker.Anomaly) bool
@@ -43,6 +46,15 @@ type liveCheck struct {
 // blocks: a checker that falls behind slows the clients down rather than
 // letting memory grow.
 const liveQueue = 1 << 15
+
+// liveMaxEvents closes a live window's own part at this many events: what
+// the stream holds, and every judge's working set, grows with a window's
+// events, not its length in time, so a full-speed run holds a bounded
+// window whatever its TTL; and a short own part reports an anomaly soon
+// after it happened (--stop-on-anomaly, the status line). A saved history
+// is checked in longer parts (checker.DefaultMaxEvents), where only the
+// total time counts.
+const liveMaxEvents = 1 << 15
 
 // newLiveCheck builds the stream of the checkers of reg and names; stop is
 // called once at the first anomaly stopWhen (if not nil) accepts.
@@ -56,7 +68,7 @@ func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *c
 		vis = filepath.Join(dir, "linearizability.html")
 	}
 	s, err := checker.NewStream(reg, names, checker.MutexOptions{Linearizable: checker.LinearizableOptions{Timeout: timeout, VisualizationPath: vis}},
-		checker.StreamOptions{OnAnomaly: l.found})
+		checker.StreamOptions{OnAnomaly: l.found, MaxEvents: liveMaxEvents})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -127,6 +139,10 @@ func (l *liveCheck) loop(ctx context.Context) {
 				l.err = fmt.Errorf("recorded history is invalid (a harness bug): %w", err)
 				break
 			}
+			if e.Op == history.Stall {
+				l.stalls++
+				l.longest = max(l.longest, e.Time-e.From)
+			}
 			l.stream.Add(ctx, e)
 		}
 		clear(batch)
@@ -190,6 +206,7 @@ func (r *run) check(ctx context.Context) error {
 		return fmt.Errorf("the run recorded no operation in %v (%w); see the harness messages",
 			r.res.Stats.Duration.Round(time.Millisecond), history.ErrNoOperations)
 	}
+	r.res.Stats.Stalls, r.res.Stats.LongestStallMs = live.stalls, live.longest/1e6
 	for _, e := range live.stream.Infos() {
 		if e.Op == history.MasterSwitch {
 			r.res.Stats.MasterSwitches++

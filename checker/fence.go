@@ -33,12 +33,13 @@ type fenceKey struct {
 // judge sweeps each key's fenced acquires in call order, folding in every
 // acquire that returned before the current one's call (and the carried
 // top) and keeping the highest token: an acquire whose token is no higher
-// than that regressed.
+// than that regressed. It reads the window's operations in place and
+// copies out only what it carries.
 func (f *fenceJudge) judge(c *collector, w *Window) {
 	perKey := map[string][]*history.Operation{}
 	for i := range w.Ops {
 		if o := &w.Ops[i]; o.Op == history.Acquire && o.Status == history.OK && o.Fence != 0 {
-			perKey[o.Key] = append(perKey[o.Key], held(o))
+			perKey[o.Key] = append(perKey[o.Key], o)
 		}
 	}
 	var fenced, keys int64
@@ -69,9 +70,9 @@ func (f *fenceJudge) judge(c *collector, w *Window) {
 		for _, o := range byReturn {
 			switch {
 			case o.Return >= w.Later:
-				k.recent = append(k.recent, o)
+				k.recent = append(k.recent, held(o))
 			case k.top == nil || o.Fence > k.top.Fence:
-				k.top = o
+				k.top = held(o)
 			}
 		}
 	}

@@ -86,7 +86,7 @@ func staleAnomaly(key string, w, top *history.Operation) Anomaly {
 // pending tasks at once.
 func DuplicateWork(opts ...Option) Checker {
 	return newCarryingChecker("duplicate-work", opts, func() carrier {
-		return &dupJudge{tasks: map[string]*roaring64.Bitmap{}, first: map[task]*history.Operation{}}
+		return &dupJudge{tasks: map[string]*roaring64.Bitmap{}, first: map[task]enqueuer{}}
 	})
 }
 
@@ -104,8 +104,16 @@ type dupJudge struct {
 	// order in recent: a duplicate comes from a scheduler that pulled the
 	// task before that first enqueue, inside one hold, so it is seldom
 	// much later.
-	first  map[task]*history.Operation
+	first  map[task]enqueuer
 	recent []task
+}
+
+// enqueuer is who queued a task first and when it returned: all a
+// duplicate's anomaly names of it, kept small because a full-speed run
+// queues some 10^5 tasks in the recall.
+type enqueuer struct {
+	client, process int32
+	ret             int64
 }
 
 // recall is how long, in TTLs, the judge keeps who queued a task first.
@@ -127,12 +135,13 @@ func (d *dupJudge) judge(c *collector, w *Window) {
 		}
 		if set.CheckedAdd(uint64(t.id)) {
 			fresh++
-			d.first[t] = held(o)
+			d.first[t] = enqueuer{int32(o.Client), int32(o.Process), o.Return}
 			d.recent = append(d.recent, t)
 			continue
 		}
 		dups++
-		c.add(dupAnomaly(t, d.first[t], o))
+		first, ok := d.first[t]
+		c.add(dupAnomaly(t, first, ok, o))
 	}
 	d.forget(w.Later - recall*runTTL(w.Run))
 	if fresh > 0 {
@@ -148,24 +157,24 @@ func (d *dupJudge) judge(c *collector, w *Window) {
 // forget drops who queued first the tasks first queued before t.
 func (d *dupJudge) forget(t int64) {
 	n := 0
-	for n < len(d.recent) && d.first[d.recent[n]].Return < t {
+	for n < len(d.recent) && d.first[d.recent[n]].ret < t {
 		delete(d.first, d.recent[n])
 		n++
 	}
 	d.recent = append(d.recent[:0], d.recent[n:]...)
 }
 
-func dupAnomaly(t task, a, o *history.Operation) Anomaly {
+func dupAnomaly(t task, a enqueuer, known bool, o *history.Operation) Anomaly {
 	an := Anomaly{
 		Kind: KindDuplicateWork, Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{t.key},
 		StartNS: o.Call, EndNS: o.Return,
 		Detail: fmt.Sprintf("task %d of %s was enqueued again by client %d at %s, over %d TTLs after its first enqueue",
 			t.id, t.key, o.Client, fmtTime(o.Return), recall),
 	}
-	if a != nil {
-		an.Clients, an.Processes = uniqueInts(a.Client, o.Client), uniqueInts(a.Process, o.Process)
+	if known {
+		an.Clients, an.Processes = uniqueInts(int(a.client), o.Client), uniqueInts(int(a.process), o.Process)
 		an.Detail = fmt.Sprintf("task %d of %s was enqueued by client %d at %s and again by client %d at %s",
-			t.id, t.key, a.Client, fmtTime(a.Return), o.Client, fmtTime(o.Return))
+			t.id, t.key, a.client, fmtTime(a.ret), o.Client, fmtTime(o.Return))
 	}
 	return an
 }

@@ -31,8 +31,10 @@ import (
 // busy key a window thus costs its own events and a little more, whatever
 // the TTL.
 
-// DefaultMaxEvents is the default StreamOptions.MaxEvents.
-const DefaultMaxEvents = 1 << 18
+// DefaultMaxEvents is the default StreamOptions.MaxEvents: a window of that
+// many events, with the judges' working sets over it, stays near 100 MB,
+// while a longer own part saves little of the re-checked edges.
+const DefaultMaxEvents = 1 << 16
 
 // cut is a window whose own part has closed, waiting for the history
 // after it that its check needs.

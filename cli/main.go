@@ -277,6 +277,9 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 	fmt.Fprintf(stdout, "%d ops in %.1fs (%.0f ops/s): %d acquired, %d failed, %d unknown, %d crashes\n",
 		res.Stats.Ops, res.Stats.Duration.Seconds(), res.Stats.OpsPerSec, res.Stats.Acquired,
 		res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.Crashes)
+	if st := res.Stats; st.Stalls > 0 {
+		fmt.Fprintf(stdout, "harness stalls: %d of 50ms or more, the longest %dms\n", st.Stalls, st.LongestStallMs)
+	}
 	if f := res.Stats.Faults; f != nil {
 		tried := 0
 		for _, c := range f.ByFault {

@@ -67,6 +67,12 @@ type Stats struct {
 	Crashes int64 `json:"crashes"`
 	// MasterSwitches counts the failovers the topology observed.
 	MasterSwitches int64 `json:"master_switches,omitempty"`
+	// Stalls counts the harness's own stalls of 50 ms or more (see
+	// history.WatchStalls), LongestStallMs the longest: a stall near half
+	// a TTL is where the checks start excusing anomalies, so a run whose
+	// harness stood still that long tested less than it says.
+	Stalls         int64 `json:"stalls"`
+	LongestStallMs int64 `json:"longest_stall_ms"`
 	// Faults counts the fault starts: how many found a target, had to
 	// wait for it, or gave up.
 	Faults *FaultStats `json:"faults,omitempty"`
