@@ -1,3 +1,8 @@
+// How faults aim at the lock protocol: reading on the nodes themselves
+// which of them hold a live lease, waiting for an acquire whose lease
+// suits, and putting a toxic in place as the client's command goes out,
+// so that a fault meets a lock in force rather than an idle key.
+
 package nemesis
 
 import (

@@ -1,3 +1,9 @@
+// The Sentinel failover faults: failover, failover-lossy and
+// sentinel-failover, one type whose variants differ in how the newest locks
+// are lost when a replica takes over, with their entries, and what the
+// Sentinel faults share (finding the topology and its master, healing a
+// replication cut).
+
 package nemesis
 
 import (
@@ -6,8 +12,6 @@ import (
 	"fmt"
 	"math/rand"
 	"time"
-
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/sleep"
@@ -83,11 +87,40 @@ type failover struct {
 	failed chan error
 }
 
-func newFailover(Options) Fault { return &failover{name: "failover"} }
+// The names of the three variants, each written once: their entries', and
+// the name each fault is built with.
+const (
+	nameFailover         = "failover"
+	nameFailoverLossy    = "failover-lossy"
+	nameSentinelFailover = "sentinel-failover"
+)
 
-func newFailoverLossy(Options) Fault { return &failover{name: "failover-lossy", cut: true} }
+// failoverEntry is the registry entry of failover, which reads no settings of its own.
+func failoverEntry() Entry {
+	return Entry{Name: nameFailover,
+		Summary: "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica",
+		New:     newFailover}
+}
 
-func newSentinelFailover(Options) Fault { return &failover{name: "sentinel-failover", manual: true} }
+// failoverLossyEntry is the registry entry of failover-lossy, which reads no settings of its own.
+func failoverLossyEntry() Entry {
+	return Entry{Name: nameFailoverLossy,
+		Summary: "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks",
+		New:     newFailoverLossy}
+}
+
+// sentinelFailoverEntry is the registry entry of sentinel-failover, which reads no settings of its own.
+func sentinelFailoverEntry() Entry {
+	return Entry{Name: nameSentinelFailover,
+		Summary: "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients",
+		New:     newSentinelFailover}
+}
+
+func newFailover(Options) Fault { return &failover{name: nameFailover} }
+
+func newFailoverLossy(Options) Fault { return &failover{name: nameFailoverLossy, cut: true} }
+
+func newSentinelFailover(Options) Fault { return &failover{name: nameSentinelFailover, manual: true} }
 
 func (f *failover) Name() string { return f.name }
 
@@ -307,46 +340,4 @@ func healCut(ctx context.Context, t *Target, cut **toxicFault) error {
 	err := (*cut).Heal(ctx, t)
 	*cut = nil
 	return err
-}
-
-// replicationDelay slows the replication stream from the master to every
-// replica: a lock key reaches them only after the delay (the TTL by
-// default), so a failover in that window promotes a replica without it, and
-// a lock that waits for a replica's acknowledgement (token-wait) refuses to
-// acquire meanwhile.
-type replicationDelay struct{ toxicFault }
-
-func newReplicationDelay(o Options) Fault {
-	f := &replicationDelay{toxicFault{name: "replication-delay", toxic: "latency", direction: "down", toxicity: 1,
-		attrs: func(t *Target) toxiclient.Attributes {
-			lat, jit := o.Duration("latency"), o.Duration("jitter")
-			if lat == 0 {
-				lat = t.TTL
-			}
-			if jit == 0 {
-				jit = lat / 10
-			}
-			return toxiclient.Attributes{"latency": lat.Milliseconds(), "jitter": jit.Milliseconds()}
-		}}}
-	f.pick = func(t *Target, _ *rand.Rand) ([]*cluster.Path, string) {
-		ft, err := needSentinel(t)
-		if err != nil {
-			return nil, ""
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		m, err := ft.Master(ctx)
-		if err != nil {
-			return nil, ""
-		}
-		return ft.ReplicationPaths(m), "replication from " + m.Name
-	}
-	return f
-}
-
-func (f *replicationDelay) Available(t *Target) error {
-	if _, err := needSentinel(t); err != nil {
-		return err
-	}
-	return f.toxicFault.Available(t)
 }

@@ -1,3 +1,6 @@
+// The failover-behind fault: the failover a replica's acknowledgement
+// (token-wait's WAIT 1) does not survive, with its entry.
+
 package nemesis
 
 import (
@@ -35,9 +38,19 @@ type failoverBehind struct {
 	cut      *toxicFault
 }
 
+// nameFailoverBehind is the fault's one name: its entry's and its own.
+const nameFailoverBehind = "failover-behind"
+
+// failoverBehindEntry is the registry entry of failover-behind, which reads no settings of its own.
+func failoverBehindEntry() Entry {
+	return Entry{Name: nameFailoverBehind,
+		Summary: "cut replication to one replica, make the other unpromotable, SENTINEL FAILOVER once a lock is on the master and that replica only: the one without it wins",
+		New:     newFailoverBehind}
+}
+
 func newFailoverBehind(Options) Fault { return &failoverBehind{} }
 
-func (f *failoverBehind) Name() string { return "failover-behind" }
+func (f *failoverBehind) Name() string { return nameFailoverBehind }
 
 // Aims implements Aiming: it waits for a lock on the master and one replica.
 func (f *failoverBehind) Aims() bool { return true }

@@ -1,3 +1,8 @@
+// Tests of the Sentinel faults on a real Sentinel topology: they refuse
+// other topologies, the lossy failover promotes a replica without the key
+// written during the cut, replication-delay holds writes back, and every
+// heal leaves the topology healthy.
+
 package nemesis_test
 
 import (

@@ -1,3 +1,6 @@
+// Test helpers for starting faults by hand, outside a Schedule: a Marker
+// that records what a fault marked, and the built-ins built by name.
+
 package nemesis
 
 import "strings"

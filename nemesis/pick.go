@@ -1,3 +1,6 @@
+// The seeded choice of the fault for each window of a Schedule, made so
+// that shrinking a failure's fault list keeps the windows it needed.
+
 package nemesis
 
 import (

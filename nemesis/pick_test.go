@@ -1,3 +1,6 @@
+// Tests of the seeded fault choice: uniform over the faults given, and
+// unchanged for the windows of the faults kept when one is left out.
+
 package nemesis
 
 import (

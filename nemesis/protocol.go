@@ -1,3 +1,8 @@
+// The clients' protocol steps as faults see them: the events a fault can
+// wait for and aim at (an acquire, a hold, a point between two commands),
+// and Watch, the Protocol a run feeds from its workload, so that a fault
+// lands on the step that breaks a lock rather than at a random moment.
+
 package nemesis
 
 import (

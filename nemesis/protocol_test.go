@@ -1,3 +1,6 @@
+// Tests of Watch: a fault's wait lands on the same numbered step for the
+// same seed, acts before the client goes on, and sees the leases held.
+
 package nemesis
 
 import (

@@ -1,3 +1,7 @@
+// Tests of the Redlock faults on real independent masters: the restarts
+// lose or keep the acknowledged locks as each variant should, the quorum
+// partitions cut what they say, and the clock jumps expire the keys.
+
 package nemesis
 
 import (

@@ -1,3 +1,6 @@
+// Tests that a fault's window in the history covers its damage: the start
+// is marked at the kill, not before it nor after the restart.
+
 package nemesis
 
 import (
