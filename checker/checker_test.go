@@ -9,10 +9,10 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/checker/model"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -550,30 +550,17 @@ func TestGeneratedLegalHistoriesPassAll(t *testing.T) {
 }
 
 // exactVerdict searches every key exactly, in one segment: the reference
-// the cheaper searches must agree with.
+// the cheaper searches must agree with. It is the plain truth: every
+// unknown outcome may take effect at any time, or never; no deadlines.
 func exactVerdict(t *testing.T, h *history.History) Verdict {
 	t.Helper()
-	ix := newIndex(h)
-	l := newLinearizable(LinearizableOptions{SegmentOps: 1 << 30})
-	km := &keyModel{leases: []leaseMeta{{id: "none"}}}
-	var stop atomic.Bool
 	v := Valid
-	for _, key := range ix.keys {
-		kc := l.inputs(ix, key, km)
-		// The plain truth: every unknown outcome may take effect at any
-		// time, or never (after the end marker); no deadlines.
-		for _, in := range kc.ins {
-			in.mode, in.noop = modeExact, false
-			if in.status == history.Unknown {
-				in.ret = history.Never
-			}
-		}
-		l.search(context.Background(), kc, km, modeExact, kc.ins, time.Now().Add(time.Minute), &stop)
-		switch kc.verdict {
-		case Invalid:
+	for _, k := range model.Exact(context.Background(), model.Options{Timeout: time.Minute}, modelInput(newIndex(h)), false) {
+		switch k.Verdict {
+		case model.Invalid:
 			v = Invalid
-		case Unknown:
-			t.Fatalf("exact search of %s ran out of time", key)
+		case model.Unknown:
+			t.Fatalf("exact search of %s ran out of time", k.Key)
 		}
 	}
 	return v

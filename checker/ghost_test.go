@@ -1,14 +1,14 @@
 package checker
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
-
-	"context"
-	"github.com/locktorture/locktorture/history"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/locktorture/locktorture/checker/model"
+	"github.com/locktorture/locktorture/history"
 )
 
 // When no later operation names the lease of an acquire of unknown outcome
@@ -17,26 +17,24 @@ import (
 // each such acquire may have taken effect, on every small history.
 func TestGhostSearchAgreesWithExact(t *testing.T) {
 	var ghostly, invalid int
+	o := model.Options{SegmentOps: 10, Timeout: 10 * time.Second}
 	for seed := int64(1); seed <= 1000; seed++ {
 		h := genMutex(t, genOptions{clients: 3, ops: 40, ttl: 50, seed: seed, unknown: 0.4, orphan: 0.5, violate: 0.05, overrun: 0.1})
-		l := newLinearizable(LinearizableOptions{SegmentOps: 10})
-		ix := newIndex(h)
-		for _, key := range ix.keys {
-			deadline := time.Now().Add(10 * time.Second)
-			var stop atomic.Bool
-			km := &keyModel{leases: []leaseMeta{{id: "none", client: -1, process: -1, op: -1}}}
-			kc := l.inputs(ix, key, km)
-			if !kc.ghostly {
+		in := modelInput(newIndex(h))
+		got := model.Check(context.Background(), o, in).Keys
+		exact := model.Exact(context.Background(), o, in, true)
+		for i, kc := range got {
+			if !kc.Ghostly {
 				continue
 			}
 			ghostly++
-			l.decide(context.Background(), kc, km, ix.ttl(), deadline, &stop)
-			exact := l.inputs(ix, key, km)
-			l.search(context.Background(), exact, km, modeExact, exact.prepare(modeExact, ix.ttl()), deadline, &stop)
-			if kc.verdict != exact.verdict || kc.verdict == Unknown {
-				t.Fatalf("seed %d: ghost search says %s, exact %s", seed, kc.verdict, exact.verdict)
+			if kc.Searches != 1 {
+				t.Fatalf("seed %d: %d searches of a ghostly key, want the relaxed one alone", seed, kc.Searches)
 			}
-			if kc.verdict == Invalid {
+			if kc.Verdict != exact[i].Verdict || kc.Verdict == model.Unknown {
+				t.Fatalf("seed %d: ghost search says %v, exact %v", seed, kc.Verdict, exact[i].Verdict)
+			}
+			if kc.Verdict == model.Invalid {
 				invalid++
 			}
 		}

@@ -1,7 +1,6 @@
-package checker
+package model
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -9,12 +8,17 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// expirySlack is how much earlier than its ttl Redis may expire a key: it
+// The lease-mutex specification porcupine checks a key against: its inputs
+// and state, the step function, the hash porcupine's cache uses and the
+// porcupine model itself. How its operations and states read is in
+// describe.go.
+
+// ExpirySlack is how much earlier than its ttl Redis may expire a key: it
 // stamps the expiry from a millisecond clock, so a key written 0.9 ms into
 // a millisecond lives up to that much less than its ttl. The model and the
 // lease validity allow for it, so that rounding is never taken for a broken
 // lock.
-const expirySlack = int64(time.Millisecond)
+const ExpirySlack = int64(time.Millisecond)
 
 // opKind is what a model input does.
 type opKind uint8
@@ -191,7 +195,7 @@ func (st *lockStep) expiry() (bool, int64) {
 	if st.s.ttl <= 0 {
 		return false, 0
 	}
-	t := max(st.p, st.s.start+st.s.ttl-expirySlack)
+	t := max(st.p, st.s.start+st.s.ttl-ExpirySlack)
 	return t <= st.in.ret, t
 }
 
@@ -352,20 +356,6 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// keyModel holds what the descriptions of one key's operations and states
-// need: who each lease belongs to.
-type keyModel struct {
-	key    string
-	leases []leaseMeta // index = dense lease id
-}
-
-type leaseMeta struct {
-	id      string
-	client  int
-	process int
-	op      int // acquire's index into index.ops, -1 if unknown
-}
-
 // recorder collects the states a probe saw. Porcupine may still be
 // stepping in a goroutine after a timeout, hence the lock.
 type recorder struct {
@@ -432,66 +422,4 @@ func newModel(km *keyModel, rec *recorder) porcupine.Model {
 		DescribeOperation: func(input, _ any) string { return km.describeOp(input.(*lockInput)) },
 		DescribeState:     func(state any) string { return km.describeState(state.(lockState)) },
 	}
-}
-
-func (km *keyModel) meta(id int32) leaseMeta {
-	if id <= 0 || int(id) >= len(km.leases) {
-		return leaseMeta{id: "?", client: -1, process: -1, op: -1}
-	}
-	return km.leases[id]
-}
-
-func (km *keyModel) leaseName(id int32) string { return km.meta(id).id }
-
-func (km *keyModel) describeOp(in *lockInput) string {
-	switch in.kind {
-	case kStart:
-		return "segment starts: " + km.describeState(in.start)
-	case kProbe, kCut:
-		return "segment cut at " + fmtTime(in.call)
-	case kEnd:
-		return "end of the history: operations of unknown outcome placed after this never happened"
-	}
-	var what string
-	switch in.kind {
-	case kAcquire:
-		what = "acquire"
-	case kRelease:
-		what = "release"
-	case kRefresh:
-		what = "refresh"
-	}
-	out := string(in.status)
-	if in.kind == kRelease && in.status == history.OK {
-		if in.deleted {
-			out = "ok, deleted"
-		} else {
-			out = "ok, nothing deleted"
-		}
-	}
-	ttl := ""
-	if in.kind != kRelease {
-		if in.ttl > 0 {
-			ttl = ", ttl " + fmtDur(in.ttl)
-		} else {
-			ttl = ", no ttl"
-		}
-	}
-	return fmt.Sprintf("client %d (process %d) %s %s%s -> %s [%s, %s]",
-		in.client, in.process, what, km.leaseName(in.lease), ttl, out, fmtTime(in.call), fmtTime(in.gaveUp))
-}
-
-func (km *keyModel) describeState(s lockState) string {
-	if s.sink {
-		return "(past the cut or the end: not checked)"
-	}
-	if s.holder == 0 {
-		return "free"
-	}
-	m := km.meta(s.holder)
-	exp := "never expires"
-	if s.ttl > 0 {
-		exp = "may expire from " + fmtTime(s.start+s.ttl-expirySlack)
-	}
-	return fmt.Sprintf("held by client %d (lease %s, written no earlier than %s, %s)", m.client, m.id, fmtTime(s.start), exp)
 }

@@ -1,11 +1,18 @@
-package checker
+package model
 
 import (
-	"context"
 	"testing"
+	"time"
 
 	"github.com/locktorture/locktorture/history"
 )
+
+// The model's own tests: its step function and its state hash, one
+// transition at a time. The searches are tested on generated histories
+// in package checker (linearizable_test.go, ghost_test.go and
+// checker_test.go), which has the history builders.
+
+func ms(v float64) int64 { return int64(v * float64(time.Millisecond)) }
 
 // The lease-mutex specification, one transition at a time. Times are ms;
 // every lease has a 100 ms ttl. Lease 1 holds the lock from 10 ms (its
@@ -64,27 +71,6 @@ func TestStepLock(t *testing.T) {
 		{"refresh failing on another's lease", held, in{kind: kRefresh, status: history.Fail, lease: 2, call: ms(80), ret: ms(81)}, false, true,
 			lockState{holder: 1, start: ms(10), ttl: ms(100), now: ms(80)}},
 	}
-	relaxed := []struct {
-		name string
-		from lockState
-		in   in
-		ok   bool
-	}{
-		{"release deleting an orphan key", free, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, call: ms(50), ret: ms(51), orphanFrom: ms(5)}, true},
-		{"release deleting a key before any orphan", free, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, call: ms(50), ret: ms(51), orphanFrom: ms(60)}, false},
-		{"release of an orphan lease deleting it", free, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, orphan: true, call: ms(50), ret: ms(51), orphanFrom: history.Never}, true},
-		{"release deleting another's live lock all the same", held, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, call: ms(50), ret: ms(51), orphanFrom: ms(5)}, false},
-		{"refresh of an orphan lease where the lock was free", free, in{kind: kRefresh, status: history.OK, lease: 2, orphan: true, call: ms(50), ret: ms(51)}, true},
-		{"refresh of an orphan lease under a live lease", held, in{kind: kRefresh, status: history.OK, lease: 2, orphan: true, call: ms(50), ret: ms(51)}, false},
-	}
-	for _, tc := range relaxed {
-		t.Run("relaxed: "+tc.name, func(t *testing.T) {
-			tc.in.mode = modeRelaxed
-			if ok, _ := stepLock(tc.from, &tc.in); ok != tc.ok {
-				t.Fatalf("legal = %v, want %v", ok, tc.ok)
-			}
-		})
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.mode = modeExact
@@ -97,6 +83,35 @@ func TestStepLock(t *testing.T) {
 			}
 			if ok && got != tc.want {
 				t.Fatalf("state %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The relaxed search's exceptions: what only an acquire of unknown outcome
+// left out of it could explain.
+func TestStepLockRelaxed(t *testing.T) {
+	held := lockState{holder: 1, start: ms(10), ttl: ms(100), now: ms(10)}
+	free := lockState{now: ms(10)}
+	type in = lockInput
+	cases := []struct {
+		name string
+		from lockState
+		in   in
+		ok   bool
+	}{
+		{"release deleting an orphan key", free, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, call: ms(50), ret: ms(51), orphanFrom: ms(5)}, true},
+		{"release deleting a key before any orphan", free, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, call: ms(50), ret: ms(51), orphanFrom: ms(60)}, false},
+		{"release of an orphan lease deleting it", free, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, orphan: true, call: ms(50), ret: ms(51), orphanFrom: history.Never}, true},
+		{"release deleting another's live lock all the same", held, in{kind: kRelease, status: history.OK, deleted: true, lease: 2, call: ms(50), ret: ms(51), orphanFrom: ms(5)}, false},
+		{"refresh of an orphan lease where the lock was free", free, in{kind: kRefresh, status: history.OK, lease: 2, orphan: true, call: ms(50), ret: ms(51)}, true},
+		{"refresh of an orphan lease under a live lease", held, in{kind: kRefresh, status: history.OK, lease: 2, orphan: true, call: ms(50), ret: ms(51)}, false},
+	}
+	for _, tc := range cases {
+		t.Run("relaxed: "+tc.name, func(t *testing.T) {
+			tc.in.mode = modeRelaxed
+			if ok, _ := stepLock(tc.from, &tc.in); ok != tc.ok {
+				t.Fatalf("legal = %v, want %v", ok, tc.ok)
 			}
 		})
 	}
@@ -118,58 +133,5 @@ func TestHashState(t *testing.T) {
 	}
 	if len(seen) < 1000 {
 		t.Fatalf("%d distinct hashes of 1000 states", len(seen))
-	}
-}
-
-// A command sent before its client gave up may run much later (a paused
-// Redis executes what sat in its socket buffer when it resumes). The fast
-// search assumes it ran within the horizon and finds no legal order; the
-// exact one must then find the order in which it ran late.
-func TestExactSearchAfterBoundedFails(t *testing.T) {
-	b := newBuilder(t, 100)
-	// Client 1's SET times out; client 2 acquires and releases; much later
-	// client 1's new process deletes the key its lost SET wrote, which
-	// is only possible if that SET ran after client 2's release.
-	b.acquireUnknown(1, 1, "u", 0, 10)
-	b.acquire(2, 2, "x", 150, 151).release(2, 2, "x", 160, 161, true)
-	b.release(1, 3, "u", 300, 301, true)
-	h := b.build()
-	r := Linearizable(LinearizableOptions{}).Check(context.Background(), h)
-	if r.Verdict != Valid || r.Stats["relaxed_searches"] != 1 || r.Stats["exact_searches"] != 1 {
-		t.Fatalf("verdict %s: %s", r.Verdict, dump(r))
-	}
-	r = Linearizable(LinearizableOptions{UnknownHorizon: dur(1000)}).Check(context.Background(), h)
-	if r.Verdict != Valid || r.Stats["exact_searches"] != 0 {
-		t.Fatalf("with a 1 s horizon the fast search should do: %s", dump(r))
-	}
-	// Without the lost SET, the same release deleted a key nobody had.
-	b = newBuilder(t, 100)
-	b.acquire(2, 2, "x", 150, 151).release(2, 2, "x", 160, 161, true)
-	b.release(1, 3, "u", 300, 301, true)
-	r = Linearizable(LinearizableOptions{}).Check(context.Background(), b.build())
-	checkAnomaly(t, r, want{kind: KindNonlinearizable, clients: []int{1}, keys: []string{"lock:0"}, start: ms(300), end: ms(301),
-		detail: []string{"client 1's release of lease u (ok, deleted the key, 0.300s to 0.301s)", "the lock was then free"}})
-}
-
-// A SET stuck behind a paused Redis runs when the pause ends: the fast
-// search allows for that when the history records the fault.
-func TestBoundedSearchWaitsForHeal(t *testing.T) {
-	build := func(withFault bool) *history.History {
-		b := newBuilder(t, 100)
-		b.acquireUnknown(1, 1, "u", 0, 10)
-		b.acquire(2, 2, "x", 150, 151).release(2, 2, "x", 160, 161, true)
-		b.release(1, 3, "u", 450, 451, true)
-		if withFault {
-			b.fault("pause", 5, 400)
-		}
-		return b.build()
-	}
-	r := Linearizable(LinearizableOptions{}).Check(context.Background(), build(true))
-	if r.Verdict != Valid || r.Stats["relaxed_searches"] != 0 {
-		t.Fatalf("with the pause recorded, the bounded search should do: %s", dump(r))
-	}
-	r = Linearizable(LinearizableOptions{}).Check(context.Background(), build(false))
-	if r.Verdict != Valid || r.Stats["exact_searches"] != 1 {
-		t.Fatalf("without it, the exact search must decide: %s", dump(r))
 	}
 }

@@ -1,4 +1,4 @@
-package checker
+package model
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ const maxVisualized = 3
 
 // explain reruns porcupine verbosely on the failed segments, to name the
 // operation no legal order could place and to draw the visualization.
-func (l *linearizable) explain(c *collector, km *keyModel, failed []*keyCheck, deadline time.Time, faults []history.Window) {
+func (l *linearizable) explain(r *Result, km *keyModel, failed []*keyCheck, deadline time.Time, faults []history.Window) {
 	var parts [][]porcupine.Operation
 	var owner []*keyCheck
 	for _, kc := range failed {
@@ -50,7 +50,7 @@ func (l *linearizable) explain(c *collector, km *keyModel, failed []*keyCheck, d
 	if l.o.VisualizationPath != "" && res != porcupine.Ok {
 		info.AddAnnotations(faultAnnotations(faults))
 		if err := porcupine.VisualizePath(model, info, l.o.VisualizationPath); err != nil {
-			c.fail("write visualization: " + err.Error())
+			r.Errors = append(r.Errors, "write visualization: "+err.Error())
 		} else {
 			// Named by its base name, beside the history: the detail
 			// goes into summary.json and report.html, which must stay
@@ -77,13 +77,13 @@ func (l *linearizable) explain(c *collector, km *keyModel, failed []*keyCheck, d
 				}
 			}
 		}
-		c.add(kc.anomaly(km, model, parts[p], longest, written))
+		r.Findings = append(r.Findings, kc.finding(km, model, parts[p], longest, written))
 	}
 }
 
-// anomaly names the first operation (by return) that the longest legal
+// finding names the first operation (by return) that the longest legal
 // order of the failed segment could not place, and the state it met.
-func (kc *keyCheck) anomaly(km *keyModel, model porcupine.Model, part, longest []porcupine.Operation, written string) Anomaly {
+func (kc *keyCheck) finding(km *keyModel, model porcupine.Model, part, longest []porcupine.Operation, written string) Finding {
 	placed := map[*lockInput]bool{}
 	state := model.Init()
 	for _, op := range longest {
@@ -103,7 +103,7 @@ func (kc *keyCheck) anomaly(km *keyModel, model porcupine.Model, part, longest [
 			culprit = in
 		}
 	}
-	a := Anomaly{Kind: KindNonlinearizable, Keys: []string{kc.key}}
+	a := Finding{Key: kc.key}
 	st := state.(lockState)
 	if culprit == nil {
 		a.Detail = fmt.Sprintf("no order of the lock operations on %s is legal for a lease mutex", kc.key)
