@@ -19,8 +19,11 @@ import (
 // granted at once, so the yardstick is redis-benchmark's SET NX PX with 8
 // connections on 8 keys, measured in the same iteration on a server of the
 // same build: the "%redis-benchmark" metric is lockops/s against it (when
-// redis-benchmark is installed). Run with -benchtime 1x: each iteration is
-// a 5 s run. retry=default is the lock's own pacing (a backoff from 1 ms);
+// redis-benchmark is installed). The closer yardstick is rawLoop, go-redis
+// alone doing the run's Redis work with nothing recorded or checked:
+// "%raw-loop" is the share of it the harness keeps (the same client
+// library and commands, so only the harness's own cost shows). Run with
+// -benchtime 1x: each iteration is a 5 s run and a 5 s loop. retry=default is the lock's own pacing (a backoff from 1 ms);
 // retry=1ms polls a held key every millisecond or so.
 func BenchmarkRunToken8x8(b *testing.B) {
 	needRedis(b)
@@ -31,6 +34,10 @@ func BenchmarkRunToken8x8(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				base, baseErr := redisBenchmarkSetNX(b)
+				raw, rawErr := rawLoopRate(b, 5*time.Second)
+				if rawErr != nil {
+					b.Fatal(rawErr)
+				}
 				res, err := locktorture.Run(context.Background(), locktorture.Options{
 					Lock: "token", Clients: 8, Keys: 8, Duration: 5 * time.Second, TTL: time.Second,
 					RetryDelay: bc.retry, Seed: int64(i + 1),
@@ -43,6 +50,8 @@ func BenchmarkRunToken8x8(b *testing.B) {
 				}
 				b.ReportMetric(res.Stats.OpsPerSec, "lockops/s")
 				b.ReportMetric(float64(res.Stats.Acquired)/res.Stats.Duration.Seconds(), "acquires/s")
+				b.ReportMetric(raw, "raw-loop-lockops/s")
+				b.ReportMetric(100*res.Stats.OpsPerSec/raw, "%raw-loop")
 				if baseErr != nil {
 					b.Logf("no yardstick: %v", baseErr)
 					continue

@@ -47,15 +47,6 @@ type liveCheck struct {
 // letting memory grow.
 const liveQueue = 1 << 15
 
-// liveMaxEvents closes a live window's own part at this many events: what
-// the stream holds, and every judge's working set, grows with a window's
-// events, not its length in time, so a full-speed run holds a bounded
-// window whatever its TTL; and a short own part reports an anomaly soon
-// after it happened (--stop-on-anomaly, the status line). A saved history
-// is checked in longer parts (checker.DefaultMaxEvents), where only the
-// total time counts.
-const liveMaxEvents = 1 << 15
-
 // newLiveCheck builds the stream of the checkers of reg and names; stop is
 // called once at the first anomaly stopWhen (if not nil) accepts.
 func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *checker.Registry, names []string,
@@ -68,7 +59,7 @@ func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *c
 		vis = filepath.Join(dir, "linearizability.html")
 	}
 	s, err := checker.NewStream(reg, names, checker.MutexOptions{Linearizable: checker.LinearizableOptions{Timeout: timeout, VisualizationPath: vis}},
-		checker.StreamOptions{OnAnomaly: l.found, MaxEvents: liveMaxEvents})
+		checker.StreamOptions{OnAnomaly: l.found})
 	if err != nil {
 		return nil, &UsageError{err}
 	}

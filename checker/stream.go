@@ -227,6 +227,9 @@ func (s *Stream) Add(ctx context.Context, e history.Event) {
 				s.insert(inv)
 				s.insert(e)
 			}
+			// Not retained, but a judge reads it in the window's Ops:
+			// it counts toward closing the own part (MaxEvents).
+			s.ownEvents++
 			return
 		}
 	}
