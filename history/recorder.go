@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"sync"
@@ -14,8 +13,7 @@ type Recorder struct {
 	base time.Time
 
 	mu     sync.Mutex
-	w      *bufio.Writer
-	line   []byte // the line being written, reused
+	w      *spool // nil: no file
 	events []Event
 	nextID int64
 	err    error
@@ -39,7 +37,7 @@ func NewRecorder(w io.Writer, run *RunInfo, flushEvery time.Duration, opts ...Re
 		o(r)
 	}
 	if w != nil {
-		r.w = bufio.NewWriterSize(w, 64<<10)
+		r.w = newSpool(w)
 	}
 	if run != nil {
 		r.record(Event{Type: Info, Op: RunOp, Run: run})
@@ -80,8 +78,8 @@ func (r *Recorder) flushLoop(every time.Duration) {
 			return
 		case <-t.C:
 			r.mu.Lock()
-			if r.w != nil && r.err == nil {
-				r.err = r.w.Flush()
+			if r.w != nil && !r.closed {
+				r.w.tryHandOff()
 			}
 			r.mu.Unlock()
 		}
@@ -101,9 +99,8 @@ func (r *Recorder) record(e Event) Event {
 	if r.keep {
 		r.events = append(r.events, e)
 	}
-	if r.w != nil && r.err == nil {
-		r.line = appendEvent(r.line[:0], &e)
-		_, r.err = r.w.Write(r.line)
+	if r.w != nil {
+		r.w.add(&e)
 	}
 	if r.sink != nil {
 		r.sink(e)
@@ -179,8 +176,8 @@ func (r *Recorder) Close() error {
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.w != nil && r.err == nil {
-		r.err = r.w.Flush()
+	if r.w != nil {
+		r.err = r.w.close()
 	}
 	if r.err != nil {
 		return fmt.Errorf("write history: %w", r.err)
