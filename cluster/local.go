@@ -1,8 +1,3 @@
-// Package cluster brings Redis topologies up and down. The local backend runs
-// real redis-server processes on free 127.0.0.1 ports, each in its own temp
-// dir, and makes sure none outlives the run: Close stops them, and each child
-// is also bound to the harness process so a harness killed with -9 takes its
-// servers with it.
 package cluster
 
 import (
@@ -13,239 +8,285 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// Persistence is how a node keeps data across a restart.
-type Persistence string
+// HarnessPidFile is the file in each temp dir of the local backend naming
+// the harness process that made it, so that `torture clean` can tell the
+// dirs of a dead run from those of a live one.
+const HarnessPidFile = "locktorture.pid"
 
-const (
-	PersistNone     Persistence = "off"      // a restart comes back empty
-	PersistEverysec Persistence = "everysec" // AOF, fsync once a second
-	PersistAlways   Persistence = "always"   // AOF, fsync on every write
-)
+// TempDirPrefix starts the name of every temp dir the local backend makes.
+const TempDirPrefix = "locktorture-"
 
-// ParsePersistence checks a --persistence value.
-func ParsePersistence(s string) (Persistence, error) {
-	switch p := Persistence(s); p {
-	case PersistNone, PersistEverysec, PersistAlways:
-		return p, nil
-	case "":
-		return PersistNone, nil
-	}
-	return "", fmt.Errorf("unknown persistence %q (want off, everysec or always)", s)
+// Processes is the local backend: real redis-server processes on free
+// 127.0.0.1 ports, each in its own directory, bound to the harness so that
+// a harness killed with -9 takes its servers with it.
+type Processes struct {
+	bin    string
+	dir    string
+	ownDir bool
+
+	owners owners // source IP -> node name
 }
 
-// Options configure how a topology's servers are started.
-type Options struct {
-	// Backend runs the servers; nil runs local processes (NewProcesses
-	// from the fields below), owned and removed by the Local.
-	Backend Backend
-	// RedisServer is the redis-server binary; default $REDIS_SERVER, then PATH.
-	RedisServer string
-	// Persistence of every node (a node may override it).
-	Persistence Persistence
-	// Env, when set, gives each server (by node name) environment
-	// variables: libfaketime's preload and control file.
-	Env func(node string) []string
-	// Dir is where node directories go; default a fresh temp dir removed by Close.
-	Dir string
-}
-
-// Local is the set of servers one topology started, on its backend (local
-// processes unless Options.Backend says otherwise).
-type Local struct {
-	opts      Options
-	be        Backend
-	ownBE     bool
-	mu        sync.Mutex
-	nodes     []*Node
-	sentinels []*Node
-}
-
-// FindRedisServer locates redis-server, or says how to install it.
-func FindRedisServer(explicit string) (string, error) {
-	if explicit == "" {
-		explicit = os.Getenv("REDIS_SERVER")
-	}
-	if explicit != "" {
-		p, err := exec.LookPath(explicit)
-		if err != nil {
-			return "", fmt.Errorf("redis-server %q: %w", explicit, err)
-		}
-		return p, nil
-	}
-	p, err := exec.LookPath("redis-server")
+// NewProcesses prepares a local backend from opts (RedisServer, Dir).
+func NewProcesses(opts Options) (*Processes, error) {
+	bin, err := FindRedisServer(opts.RedisServer)
 	if err != nil {
-		return "", errors.New("redis-server not found in PATH: install it (apt-get install -y redis-server) or set REDIS_SERVER")
+		return nil, err
+	}
+	p := &Processes{bin: bin, dir: opts.Dir}
+	if p.dir == "" {
+		d, err := os.MkdirTemp("", TempDirPrefix)
+		if err != nil {
+			return nil, fmt.Errorf("make temp dir: %w", err)
+		}
+		p.dir, p.ownDir = d, true
+		pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
+		if err := os.WriteFile(filepath.Join(d, HarnessPidFile), pid, 0o644); err != nil {
+			os.RemoveAll(d)
+			return nil, fmt.Errorf("write %s: %w", HarnessPidFile, err)
+		}
 	}
 	return p, nil
 }
 
-// NewLocal prepares a set of servers; it starts nothing until StartNode.
-func NewLocal(opts Options) (*Local, error) {
-	if opts.Persistence == "" {
-		opts.Persistence = PersistNone
+// Name implements Backend.
+func (p *Processes) Name() string { return "local" }
+
+// HarnessIP implements Backend: every process shares the loopback.
+func (p *Processes) HarnessIP() string { return "127.0.0.1" }
+
+// Owner implements Backend: by the bind-source-addr each node was given.
+func (p *Processes) Owner(ip net.IP) (string, bool) { return p.owners.lookup(ip) }
+
+// Dir is the directory holding every node's files.
+func (p *Processes) Dir() string { return p.dir }
+
+// Close removes the temp dir the backend made.
+func (p *Processes) Close() error {
+	if p.ownDir {
+		return os.RemoveAll(p.dir)
 	}
-	l := &Local{opts: opts, be: opts.Backend}
-	if l.be == nil {
-		p, err := NewProcesses(opts)
+	return nil
+}
+
+// Start implements Backend.
+func (p *Processes) Start(ctx context.Context, spec NodeSpec) (Server, error) {
+	dir := filepath.Join(p.dir, spec.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make dir for %s: %w", spec.Name, err)
+	}
+	if spec.SourceIP != "" {
+		p.owners.set(spec.SourceIP, spec.Name)
+	}
+	s := &process{name: spec.Name, dir: dir, bin: p.bin}
+	err := onFreePort(func(port int) error {
+		s.port = port
+		err := s.start(ctx, spec)
 		if err != nil {
-			return nil, err
+			s.kill()
 		}
-		l.be, l.ownBE = p, true
-	}
-	return l, nil
-}
-
-// StartLocal starts n standalone masters and waits until each answers PING.
-// On error everything started is stopped.
-func StartLocal(ctx context.Context, n int, opts Options) (*Local, error) {
-	l, err := NewLocal(opts)
+		return err
+	}, func(err error) bool {
+		return strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "exited at start")
+	})
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < n; i++ {
-		if _, err := l.StartNode(ctx, fmt.Sprintf("redis%d", i+1), nil); err != nil {
-			l.Close()
-			return nil, err
+	return s, nil
+}
+
+// process is one redis-server (or Sentinel) child of the harness.
+type process struct {
+	name string
+	port int
+	dir  string
+	bin  string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (s *process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *process) Dir() string  { return s.dir }
+
+func (s *process) args(spec NodeSpec) []string {
+	a := []string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--protected-mode", "no", "--daemonize", "no", "--save", "",
+		"--logfile", filepath.Join(s.dir, "redis.log"), "--dbfilename", "dump.rdb",
+	}
+	switch spec.Persistence {
+	case PersistEverysec, PersistAlways:
+		a = append(a, "--appendonly", "yes", "--appendfsync", string(spec.Persistence))
+	default:
+		a = append(a, "--appendonly", "no")
+	}
+	if spec.SourceIP != "" {
+		a = append(a, "--bind-source-addr", spec.SourceIP)
+	}
+	return append(a, spec.Args...)
+}
+
+// start launches the process and waits for PING.
+func (s *process) start(ctx context.Context, spec NodeSpec) error {
+	argv := []string{s.bin}
+	if spec.Sentinel != "" {
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\nlogfile %s\n%s",
+			s.port, s.dir, filepath.Join(s.dir, "redis.log"), spec.Sentinel)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", conf, err)
+		}
+		argv = append(argv, conf, "--sentinel")
+	} else {
+		argv = append(argv, s.args(spec)...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = s.dir
+	if len(spec.Env) > 0 {
+		cmd.Env = append(os.Environ(), spec.Env...)
+	}
+	// Bound to the harness: if it dies, the kernel kills the server too.
+	cmd.SysProcAttr = boundToHarness()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis %s on %s: %w", s.name, s.Addr(), err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	if err := waitPing(ctx, s.Addr(), exited, 10*time.Second); err != nil {
+		return fmt.Errorf("start redis %s on %s: %w%s", s.name, s.Addr(), err, logTail(s.dir))
+	}
+	return nil
+}
+
+func logTail(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "redis.log"))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return " (log: " + strings.TrimSpace(lines[len(lines)-1]) + ")"
+}
+
+func waitPing(ctx context.Context, addr string, exited <-chan struct{}, timeout time.Duration) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, PoolSize: 1})
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := c.Ping(ctx).Err(); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("no PING reply after %s: %v", timeout, err)
+		}
+		select {
+		case <-exited:
+			return errors.New("server exited at start (address in use?)")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return l, nil
 }
 
-// Nodes returns the nodes started so far.
-func (l *Local) Nodes() []*Node {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]*Node(nil), l.nodes...)
-}
-
-// Backend is what runs the servers.
-func (l *Local) Backend() Backend { return l.be }
-
-// Dir is the directory holding every node's files, "" when they are not
-// on this machine.
-func (l *Local) Dir() string {
-	if p, ok := l.be.(*Processes); ok {
-		return p.Dir()
+func (s *process) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
 	}
-	return ""
+	select {
+	case <-s.exited:
+		return 0
+	default:
+		return s.cmd.Process.Pid
+	}
 }
 
-// StartNode starts one more redis-server with extra directives args.
-func (l *Local) StartNode(ctx context.Context, name string, args []string) (*Node, error) {
-	return l.StartSpec(ctx, NodeSpec{Name: name, Args: args})
+func (s *process) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("not running")
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %v: %w", sig, err)
+	}
+	return nil
 }
 
-// StartSpec starts one more redis-server as spec says; its persistence
-// and wrap default to the Options'.
-func (l *Local) StartSpec(ctx context.Context, spec NodeSpec) (*Node, error) {
-	return l.startInto(ctx, spec, &l.nodes)
+// Pause stops the server (SIGSTOP).
+func (s *process) Pause(context.Context) error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues it (SIGCONT).
+func (s *process) Resume(context.Context) error { return s.signal(syscall.SIGCONT) }
+
+// Kill SIGKILLs the server and waits for it to exit.
+func (s *process) Kill(context.Context) error {
+	s.kill()
+	return nil
 }
 
-// StartSentinel starts a Redis Sentinel with configuration conf (monitor
-// and timers; the backend adds port, bind, dir and logfile). Sentinels are
-// not among Nodes: faults on nodes do not pick them.
-func (l *Local) StartSentinel(ctx context.Context, name, conf string) (*Node, error) {
-	return l.startInto(ctx, NodeSpec{Name: name, Sentinel: conf}, &l.sentinels)
+func (s *process) kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	if exited != nil {
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
-// startInto starts spec and adds its node to list (l.nodes or l.sentinels,
-// which l.mu guards), so that Close stops it.
-func (l *Local) startInto(ctx context.Context, spec NodeSpec, list *[]*Node) (*Node, error) {
-	n, err := l.start(ctx, spec)
+// Restart starts the server again on the same port and directory: what it
+// recovers is what its persistence wrote there.
+func (s *process) Restart(ctx context.Context, spec NodeSpec) error {
+	s.kill()
+	return s.start(ctx, spec)
+}
+
+// Remove kills it; its files go with the backend's dir.
+func (s *process) Remove(context.Context) error {
+	s.kill()
+	return nil
+}
+
+// WriteFile implements FileServer: write then rename, so that the server
+// never reads half a file.
+func (s *process) WriteFile(_ context.Context, name string, data []byte) error {
+	path := filepath.Join(s.dir, name)
+	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
+		return fmt.Errorf("write %s of %s: %w", name, s.name, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("write %s of %s: %w", name, s.name, err)
+	}
+	return nil
+}
+
+// ReadFile implements FileServer.
+func (s *process) ReadFile(_ context.Context, name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, name))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read %s of %s: %w", name, s.name, err)
 	}
-	l.mu.Lock()
-	*list = append(*list, n)
-	l.mu.Unlock()
-	return n, nil
-}
-
-func (l *Local) start(ctx context.Context, spec NodeSpec) (*Node, error) {
-	if spec.Persistence == "" {
-		spec.Persistence = l.opts.Persistence
-	}
-	if spec.Env == nil && l.opts.Env != nil && spec.Sentinel == "" {
-		spec.Env = l.opts.Env(spec.Name)
-	}
-	srv, err := l.be.Start(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	n, err := newNode(spec, srv, l.be.Name())
-	if err != nil {
-		_ = srv.Remove(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return n, nil
-}
-
-// Close stops every node and Sentinel, and closes the backend if the
-// Local made it (removing its temp dir).
-func (l *Local) Close() error {
-	l.mu.Lock()
-	all := append(append([]*Node(nil), l.sentinels...), l.nodes...)
-	l.mu.Unlock()
-	var errs []error
-	for _, n := range all {
-		if err := n.remove(); err != nil {
-			errs = append(errs, fmt.Errorf("remove %s: %w", n.Name, err))
-		}
-	}
-	if l.ownBE {
-		errs = append(errs, l.be.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// FindLibfaketime locates libfaketime's preload library: $LIBFAKETIME, then
-// where Debian's libfaketime package and a source install put it. The
-// multi-threaded build is preferred: redis-server runs background threads.
-// The Docker backend copies it into its image, so the clock faults run on
-// containers too.
-func FindLibfaketime() (string, error) {
-	if p := os.Getenv("LIBFAKETIME"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("LIBFAKETIME: %w", err)
-		}
-		return p, nil
-	}
-	for _, lib := range []string{"libfaketimeMT.so.1", "libfaketime.so.1"} {
-		for _, dir := range []string{"/usr/lib/*/faketime", "/usr/lib/faketime", "/usr/local/lib/faketime", "/usr/lib64/faketime"} {
-			if m, _ := filepath.Glob(filepath.Join(dir, lib)); len(m) > 0 {
-				return m[0], nil
-			}
-		}
-	}
-	return "", errors.New("libfaketime not found: install it (apt-get install -y faketime) or set LIBFAKETIME to libfaketimeMT.so.1")
-}
-
-// FreePort asks the kernel for a free 127.0.0.1 port.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// onFreePort runs start on a free port and, while taken says its error is
-// that port taken meanwhile (a port FreePort found is free only until
-// someone binds it), again on another, up to five times in all.
-func onFreePort(start func(port int) error, taken func(error) bool) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, perr := FreePort()
-		if perr != nil {
-			return perr
-		}
-		if err = start(port); err == nil || !taken(err) {
-			return err
-		}
-	}
-	return err
+	return b, nil
 }
