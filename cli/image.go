@@ -16,12 +16,14 @@ import (
 )
 
 // cmdImage builds the image a cluster runs the harness in
-// (docs/matrix-k8s.yaml) with the local Docker engine, pulling nothing. The
-// binary it puts in is this one, so that the tag names the commit of what
-// actually runs, and a team's own main goes in with its registrations.
+// (docs/matrix-k8s.yaml) with the local Docker engine, pulling nothing. Run
+// in a checkout of this binary's module, it builds the binary from the
+// tree, so that the tag, git's revision, names what the image holds;
+// elsewhere it puts in this binary, so that a team's own main goes in with
+// its registrations (see docker.FindHarness).
 func cmdImage(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("image", stderr)
-	tag := fs.String("tag", "", "the image's name (default: locktorture:REVISION, the commit this binary was built from)")
+	tag := fs.String("tag", "", "the image's name (default: locktorture:REVISION, the checkout's commit, else this binary's)")
 	printOnly := fs.Bool("print", false, "print the image's name and build nothing")
 	endpoint := fs.String("docker-host", "", "Docker engine to build with (default: $DOCKER_HOST, else the local socket)")
 	help, err := parse(fs, args, stdout)
