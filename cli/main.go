@@ -2,7 +2,7 @@
 // package locktorture does the work. Its Main takes the registries the
 // command draws on, so a team's own main, with its locks, faults, workloads
 // and checkers registered beside the built-ins, gets every subcommand
-// (run, check, report, matrix, list, clean) for them:
+// (run, check, report, matrix, list, clean, image) for them:
 //
 //	func main() {
 //		regs := locktorture.Builtin()
@@ -66,6 +66,7 @@ const usageText = `usage:
   torture serve [DIR] [--port N]        browse the runs and matrices under DIR (default results/) on 127.0.0.1
   torture list                          list the locks
   torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left
+  torture image [--tag NAME] [--print]  build the image a cluster runs torture in (locktorture:REVISION), pulling nothing
 Run 'torture run -h' for the flags of a run.`
 
 // Run runs one command line (args without the program name) against regs
@@ -94,11 +95,13 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		return cmdList(args[1:], stdout, stderr, regs)
 	case "clean":
 		return cmdClean(args[1:], stdout, stderr)
+	case "image":
+		return cmdImage(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageText)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, serve, list or clean)\n", args[0])
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, serve, list, clean or image)\n", args[0])
 	return exitUsage
 }
 

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"github.com/locktorture/locktorture/docker"
@@ -135,18 +134,11 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 
 // dockerClient connects to the engine and checks that it answers.
 func dockerClient(ctx context.Context, endpoint string) (*dc.Client, string, error) {
-	pool, err := dockertest.NewPool(endpoint)
+	client, ep, err := docker.Connect(ctx, endpoint)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrDocker, err)
 	}
-	ep := pool.Client.Endpoint()
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Client.PingWithContext(pctx); err != nil {
-		return nil, "", fmt.Errorf("%w: no Docker engine answers at %s (is it installed and running? set DOCKER_HOST): %v",
-			ErrDocker, ep, oneLine(err))
-	}
-	return pool.Client, ep, nil
+	return client, ep, nil
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
