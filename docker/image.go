@@ -7,7 +7,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
@@ -62,22 +61,6 @@ func Files(ctx context.Context, bin string, extra ...string) ([]File, error) {
 // redisLayout is the Redis image's build context for files.
 func redisLayout(files []File) layout {
 	return layout{dockerfile: dockerfile, dirs: []dir{{"/data", 0o755}, {"/tmp", 0o755}}, files: files}
-}
-
-// Context returns the build context (Dockerfile and rootfs/) as a tar, and
-// the image tag: the hash of everything in it, so that a changed binary or
-// library gives a new image and an unchanged one reuses the old.
-func Context(files []File) ([]byte, string, error) {
-	l := redisLayout(files)
-	sum, err := l.hash()
-	if err != nil {
-		return nil, "", err
-	}
-	var buf bytes.Buffer
-	if err := l.write(&buf); err != nil {
-		return nil, "", err
-	}
-	return buf.Bytes(), Repository + ":" + sum[:16], nil
 }
 
 // Ensure returns the tag of the Redis image for redis-server bin (and the
