@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/checker/stream"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -157,8 +158,9 @@ func readEvents(ctx context.Context, rd *history.Reader) <-chan eventBatch {
 }
 
 // streamCheck reads the history at path line by line, validating each, and
-// checks it through a checker.Stream: the workload (hence the checkers) is
-// named by the header, so the stream starts once the first line is read.
+// checks it through a stream.Stream (package checker/stream): the workload
+// (hence the checkers) is named by the header, so the stream starts once
+// the first line is read.
 
 func streamCheck(ctx context.Context, path, dir string, opts CheckOptions, ops []history.Op) (*CheckResult, error) {
 	f, err := os.Open(path)
@@ -167,7 +169,7 @@ func streamCheck(ctx context.Context, path, dir string, opts CheckOptions, ops [
 	}
 	defer f.Close()
 	rd := history.NewReader(bufio.NewReaderSize(f, 1<<20), history.WithOps(ops...))
-	var s *checker.Stream
+	var s *stream.Stream
 	start := func(run *history.RunInfo) error {
 		workload := DefaultOptions().Workload
 		if run != nil && run.Workload != "" {
@@ -182,8 +184,8 @@ func streamCheck(ctx context.Context, path, dir string, opts CheckOptions, ops [
 		if dir != "" {
 			vis = filepath.Join(dir, "linearizability.html")
 		}
-		s, err = checker.NewStream(opts.Registries.Checkers, names,
-			checker.MutexOptions{Linearizable: checker.LinearizableOptions{Timeout: opts.Timeout, VisualizationPath: vis}}, checker.StreamOptions{Batch: checkBatch})
+		s, err = stream.New(opts.Registries.Checkers, names,
+			checker.MutexOptions{Linearizable: checker.LinearizableOptions{Timeout: opts.Timeout, VisualizationPath: vis}}, stream.Options{Batch: checkBatch})
 		if err != nil {
 			return &UsageError{err}
 		}

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/checker/stream"
 	"github.com/locktorture/locktorture/history"
 )
 
 // liveCheck checks a run's history while it is recorded: the recorder hands
 // it every event (under the recorder's lock, so in clock order), and one
-// goroutine validates each and feeds a checker.Stream, which judges the run
-// window by window and keeps only what a lease lets matter. Its anomalies
+// goroutine validates each and feeds a stream.Stream (package
+// checker/stream), which judges the run window by window and keeps only
+// what a lease lets matter. Its anomalies
 // are the ones the final verdict counts, so the status line and
 // StopOnAnomaly see the verdict as it forms.
 type liveCheck struct {
@@ -29,7 +31,7 @@ type liveCheck struct {
 	more    chan struct{} // 1-buffered: pending has events, or closed
 	room    *sync.Cond    // pending fell below liveQueue
 
-	stream *checker.Stream
+	stream *stream.Stream
 	val    *history.Validator
 	// stalls and longest count the harness's own stalls, for the stats.
 	stalls  int64
@@ -58,8 +60,8 @@ func newLiveCheck(ctx context.Context, dir string, timeout time.Duration, reg *c
 	if dir != "" {
 		vis = filepath.Join(dir, "linearizability.html")
 	}
-	s, err := checker.NewStream(reg, names, checker.MutexOptions{Linearizable: checker.LinearizableOptions{Timeout: timeout, VisualizationPath: vis}},
-		checker.StreamOptions{OnAnomaly: l.found})
+	s, err := stream.New(reg, names, checker.MutexOptions{Linearizable: checker.LinearizableOptions{Timeout: timeout, VisualizationPath: vis}},
+		stream.Options{OnAnomaly: l.found})
 	if err != nil {
 		return nil, &UsageError{err}
 	}

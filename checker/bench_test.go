@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"testing"
+
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 )
 
 // The composed default checker on generated legal mutex histories: eight
@@ -14,7 +16,7 @@ func BenchmarkCheck10k(b *testing.B)  { benchCheck(b, 10_000) }
 func BenchmarkCheck100k(b *testing.B) { benchCheck(b, 100_000) }
 
 func benchCheck(b *testing.B, ops int) {
-	h := genMutex(b, genOptions{clients: 8, ops: ops, ttl: 100, seed: 1, refresh: true})
+	h := histgen.Mutex(b, histgen.MutexOptions{Clients: 8, Ops: ops, TTL: 100, Seed: 1, Refresh: true})
 	n := len(h.Operations())
 	c := ForMutex(MutexOptions{})
 	b.ReportAllocs()

@@ -8,6 +8,12 @@
 // Checkers never trust the lock's own view of itself: they reason from the
 // invocation and completion times on the run's one clock, so a lock that lies
 // about its own state is caught by what its clients did.
+//
+// A long run is judged window by window as it is written, by package
+// checker/stream, through the Windowed API of this package (Window,
+// Judge); the model of a lock key and the linearizability search are in
+// package checker/model. A checker from another module needs this package
+// only.
 package checker
 
 import (
@@ -109,7 +115,7 @@ type Anomaly struct {
 	// switch (see MarkAfterSwitch).
 	AfterSwitch bool `json:"after_switch,omitempty"`
 	// HarnessStall marks an anomaly that a stall of the harness itself
-	// explains (see Stream): Detail says which. It is listed, and counted
+	// explains (see package checker/stream): Detail says which. It is listed, and counted
 	// in Stalled rather than Count: it is not the lock's failure.
 	HarnessStall bool `json:"harness_stall,omitempty"`
 
@@ -166,7 +172,7 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// Untested says what the history did not put to the test (no acquire
 	// succeeded, a fault never took effect); a verdict that would have been
-	// valid is then Untested. Set by a Stream, which sees the whole run.
+	// valid is then Untested. Set by a stream (package checker/stream), which sees the whole run.
 	Untested []string `json:"untested,omitempty"`
 }
 

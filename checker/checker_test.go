@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/checker/model"
 	"github.com/locktorture/locktorture/history"
 )
@@ -33,72 +34,72 @@ func allCheckers() []Checker {
 func TestLegalHistoriesPass(t *testing.T) {
 	cases := []struct {
 		name  string
-		build func(b *builder)
+		build func(b *histgen.Builder)
 	}{
-		{"clean sequential mutex", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).release(1, 1, "a", 11, 12, true)
-			b.acquire(2, 2, "b", 5, 13).hold(2, 2, 14, 20, 1, 2).release(2, 2, "b", 21, 22, true)
-			b.acquireFail(3, 3, 6, 19)
-			b.acquire(3, 3, "c", 20, 23).hold(3, 3, 24, 30, 2, 3).release(3, 3, "c", 31, 32, true)
-			b.acquire(1, 1, "d", 33, 34).hold(1, 1, 35, 40, 3, 4).release(1, 1, "d", 41, 42, true)
+		{"clean sequential mutex", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).Hold(1, 1, 2, 10, 0, 1).Release(1, 1, "a", 11, 12, true)
+			b.Acquire(2, 2, "b", 5, 13).Hold(2, 2, 14, 20, 1, 2).Release(2, 2, "b", 21, 22, true)
+			b.AcquireFail(3, 3, 6, 19)
+			b.Acquire(3, 3, "c", 20, 23).Hold(3, 3, 24, 30, 2, 3).Release(3, 3, "c", 31, 32, true)
+			b.Acquire(1, 1, "d", 33, 34).Hold(1, 1, 35, 40, 3, 4).Release(1, 1, "d", 41, 42, true)
 		}},
-		{"refreshes extend a lease past its ttl", func(b *builder) {
+		{"refreshes extend a lease past its ttl", func(b *histgen.Builder) {
 			// ttl 100 ms; the holder works 250 ms with a watchdog
 			// renewing every 30 ms, while client 2 waits.
-			b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0)
+			b.Acquire(1, 1, "a", 0, 1).Read(1, 1, 2, 3, 0)
 			for at := 30.0; at < 250; at += 30 {
-				b.refresh(1, 10, "a", at, at+1, history.OK)
+				b.Refresh(1, 10, "a", at, at+1, history.OK)
 			}
-			b.acquireFail(2, 2, 5, 105).acquireFail(2, 2, 106, 206)
-			b.write(1, 1, 249, 250, 1, 1).release(1, 1, "a", 251, 252, true)
-			b.refresh(1, 10, "a", 260, 261, history.Fail)
-			b.acquire(2, 2, "b", 207, 253).hold(2, 2, 254, 260, 1, 2).release(2, 2, "b", 262, 263, true)
+			b.AcquireFail(2, 2, 5, 105).AcquireFail(2, 2, 106, 206)
+			b.Write(1, 1, 249, 250, 1, 1).Release(1, 1, "a", 251, 252, true)
+			b.Refresh(1, 10, "a", 260, 261, history.Fail)
+			b.Acquire(2, 2, "b", 207, 253).Hold(2, 2, 254, 260, 1, 2).Release(2, 2, "b", 262, 263, true)
 		}},
-		{"a lease expires, then another client acquires", func(b *builder) {
+		{"a lease expires, then another client acquires", func(b *histgen.Builder) {
 			// Client 1 crashes holding the lock; its key expires at 100 ms
 			// and client 2, waiting since 10 ms, gets it at 120 ms.
-			b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0).crash(1, 1, 20)
-			b.acquire(2, 2, "b", 10, 120).hold(2, 2, 121, 130, 0, 1).release(2, 2, "b", 131, 132, true)
+			b.Acquire(1, 1, "a", 0, 1).Read(1, 1, 2, 3, 0).Crash(1, 1, 20)
+			b.Acquire(2, 2, "b", 10, 120).Hold(2, 2, 121, 130, 0, 1).Release(2, 2, "b", 131, 132, true)
 		}},
-		{"an unknown acquire that may not have happened", func(b *builder) {
+		{"an unknown acquire that may not have happened", func(b *histgen.Builder) {
 			// The reply to client 1's SET was lost. Had it landed, client 2
 			// could not have acquired at 61 ms; it may just as well not.
-			b.acquireUnknown(1, 1, "u", 0, 50)
-			b.acquire(2, 2, "b", 60, 61).hold(2, 2, 62, 70, 0, 1).release(2, 2, "b", 71, 72, true)
-			b.acquire(1, 3, "c", 80, 81).hold(1, 3, 82, 90, 1, 2).release(1, 3, "c", 91, 92, true)
+			b.AcquireUnknown(1, 1, "u", 0, 50)
+			b.Acquire(2, 2, "b", 60, 61).Hold(2, 2, 62, 70, 0, 1).Release(2, 2, "b", 71, 72, true)
+			b.Acquire(1, 3, "c", 80, 81).Hold(1, 3, 82, 90, 1, 2).Release(1, 3, "c", 91, 92, true)
 		}},
-		{"an unknown acquire that must have happened", func(b *builder) {
+		{"an unknown acquire that must have happened", func(b *histgen.Builder) {
 			// Here it did land: client 2 is refused until it expires.
-			b.acquireUnknown(1, 1, "u", 0, 50)
-			b.acquireFail(2, 2, 55, 70)
-			b.acquire(2, 2, "b", 71, 160).hold(2, 2, 161, 170, 0, 1).release(2, 2, "b", 171, 172, true)
+			b.AcquireUnknown(1, 1, "u", 0, 50)
+			b.AcquireFail(2, 2, 55, 70)
+			b.Acquire(2, 2, "b", 71, 160).Hold(2, 2, 161, 170, 0, 1).Release(2, 2, "b", 171, 172, true)
 		}},
-		{"an unknown release that did happen", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).releaseUnknown(1, 1, "a", 11, 40)
-			b.acquire(2, 2, "b", 5, 13).hold(2, 2, 14, 20, 1, 2).release(2, 2, "b", 21, 22, true)
+		{"an unknown release that did happen", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).Hold(1, 1, 2, 10, 0, 1).ReleaseUnknown(1, 1, "a", 11, 40)
+			b.Acquire(2, 2, "b", 5, 13).Hold(2, 2, 14, 20, 1, 2).Release(2, 2, "b", 21, 22, true)
 		}},
-		{"a late release deletes nothing", func(b *builder) {
+		{"a late release deletes nothing", func(b *histgen.Builder) {
 			// A token lock: the holder's release after its key expired and
 			// was taken finds someone else's token and deletes nothing.
 			// (Mutual exclusion is broken here, but that is not for the
 			// lock-protocol checkers to judge.)
-			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 5, 120)
-			b.release(1, 1, "a", 150, 151, false).release(2, 2, "b", 160, 161, true)
+			b.Acquire(1, 1, "a", 0, 1).Acquire(2, 2, "b", 5, 120)
+			b.Release(1, 1, "a", 150, 151, false).Release(2, 2, "b", 160, 161, true)
 		}},
-		{"a reentrant count one off ends with its release", func(b *builder) {
+		{"a reentrant count one off ends with its release", func(b *histgen.Builder) {
 			// A retried increment made the outer acquire report depth 2;
 			// the owner releases that acquisition at depth 1 and the
 			// next client takes the key: one holder at a time.
-			b.acquire(1, 1, "o#1/2", 0, 1).nestedAcquire(1, 1, "o", "o#1/3", 2, 3)
-			b.nestedRelease(1, 1, "o#1/3", 4, 5, false).release(1, 1, "o#1/1", 6, 7, true)
-			b.acquire(2, 2, "p#2/1", 8, 9).release(2, 2, "p#2/1", 10, 11, true)
+			b.Acquire(1, 1, "o#1/2", 0, 1).NestedAcquire(1, 1, "o", "o#1/3", 2, 3)
+			b.NestedRelease(1, 1, "o#1/3", 4, 5, false).Release(1, 1, "o#1/1", 6, 7, true)
+			b.Acquire(2, 2, "p#2/1", 8, 9).Release(2, 2, "p#2/1", 10, 11, true)
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(t, 100)
+			b := histgen.NewBuilder(t, 100)
 			tc.build(b)
-			h := b.build()
+			h := b.Build()
 			for _, c := range allCheckers() {
 				if tc.name == "a late release deletes nothing" && (c.Name() == "mutual-exclusion" || c.Name() == "lost-update") {
 					continue
@@ -193,14 +194,14 @@ func contains[T comparable](xs []T, x T) bool {
 // client 2 acquires after the key expired, client 1's plain DEL deletes
 // client 2's key, and client 3 walks in while client 2 still works.
 func secondConfusion(t *testing.T) *history.History {
-	b := newBuilder(t, 100)
-	b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0)
-	b.acquire(2, 2, "b", 10, 120).read(2, 2, 121, 122, 0)
-	b.write(1, 1, 140, 141, 1, 1).release(1, 1, "a", 150, 151, true)
-	b.acquire(3, 3, "c", 130, 152).read(3, 3, 153, 154, 1)
-	b.write(2, 2, 190, 191, 1, 2).release(2, 2, "b", 200, 201, false)
-	b.write(3, 3, 205, 206, 2, 3).release(3, 3, "c", 210, 211, true)
-	return b.build()
+	b := histgen.NewBuilder(t, 100)
+	b.Acquire(1, 1, "a", 0, 1).Read(1, 1, 2, 3, 0)
+	b.Acquire(2, 2, "b", 10, 120).Read(2, 2, 121, 122, 0)
+	b.Write(1, 1, 140, 141, 1, 1).Release(1, 1, "a", 150, 151, true)
+	b.Acquire(3, 3, "c", 130, 152).Read(3, 3, 153, 154, 1)
+	b.Write(2, 2, 190, 191, 1, 2).Release(2, 2, "b", 200, 201, false)
+	b.Write(3, 3, 205, 206, 2, 3).Release(3, 3, "c", 210, 211, true)
+	return b.Build()
 }
 
 func TestAnomaliesAreFlagged(t *testing.T) {
@@ -212,76 +213,76 @@ func TestAnomaliesAreFlagged(t *testing.T) {
 	}{
 		{"double holder within the lease", MutualExclusion(), func(t *testing.T) *history.History {
 			// The lock grants client 2 a lease while client 1's is in force.
-			b := newBuilder(t, 1000)
-			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 100, 101)
-			b.release(1, 1, "a", 200, 201, true).release(2, 2, "b", 300, 301, false)
-			return b.build()
+			b := histgen.NewBuilder(t, 1000)
+			b.Acquire(1, 1, "a", 0, 1).Acquire(2, 2, "b", 100, 101)
+			b.Release(1, 1, "a", 200, 201, true).Release(2, 2, "b", 300, 301, false)
+			return b.Build()
 		}, want{kind: KindDoubleHolder, class: ClassWithinLease, clients: []int{1, 2}, keys: []string{"lock:0"},
-			leases: []string{"a", "b"}, start: ms(101), end: ms(200),
+			leases: []string{"a", "b"}, start: histgen.MS(101), end: histgen.MS(200),
 			detail: []string{"clients 1 and 2 both held lock:0 from 0.101s to 0.200s", "both leases were in force from 0.101s to 0.200s"}}},
 		{"double holder after the lease ran out", MutualExclusion(), func(t *testing.T) *history.History {
-			b := newBuilder(t, 100)
-			b.acquire(1, 1, "a", 0, 1).acquire(2, 2, "b", 150, 151)
-			b.release(1, 1, "a", 200, 201, false).release(2, 2, "b", 300, 301, true)
-			return b.build()
+			b := histgen.NewBuilder(t, 100)
+			b.Acquire(1, 1, "a", 0, 1).Acquire(2, 2, "b", 150, 151)
+			b.Release(1, 1, "a", 200, 201, false).Release(2, 2, "b", 300, 301, true)
+			return b.Build()
 		}, want{kind: KindDoubleHolder, class: ClassLeaseOutlived, clients: []int{1, 2}, keys: []string{"lock:0"},
-			start: ms(151), end: ms(200),
+			start: histgen.MS(151), end: histgen.MS(200),
 			detail: []string{"clients 1 and 2 both held lock:0 from 0.151s to 0.200s", "client 1's lease had expired at 0.100s"}}},
 		{"refreshed lease is still in force", MutualExclusion(), func(t *testing.T) *history.History {
 			// Client 1's watchdog renewed at 80 ms, so when the lock let
 			// client 2 in at 150 ms, client 1's lease was still valid.
-			b := newBuilder(t, 100)
-			b.acquire(1, 1, "a", 0, 1).refresh(1, 10, "a", 80, 81, history.OK).acquire(2, 2, "b", 150, 151)
-			b.release(1, 1, "a", 170, 171, true).release(2, 2, "b", 300, 301, false)
-			return b.build()
+			b := histgen.NewBuilder(t, 100)
+			b.Acquire(1, 1, "a", 0, 1).Refresh(1, 10, "a", 80, 81, history.OK).Acquire(2, 2, "b", 150, 151)
+			b.Release(1, 1, "a", 170, 171, true).Release(2, 2, "b", 300, 301, false)
+			return b.Build()
 		}, want{kind: KindDoubleHolder, class: ClassWithinLease, clients: []int{1, 2}, keys: []string{"lock:0"},
-			start: ms(151), end: ms(170), detail: []string{"both leases were in force from 0.151s to 0.170s"}}},
+			start: histgen.MS(151), end: histgen.MS(170), detail: []string{"both leases were in force from 0.151s to 0.170s"}}},
 		{"foreign release", ForeignRelease(), secondConfusion,
 			want{kind: KindForeignRelease, clients: []int{1, 2}, keys: []string{"lock:0"}, leases: []string{"a", "b"},
-				start: ms(150), end: ms(151),
+				start: histgen.MS(150), end: histgen.MS(151),
 				detail: []string{"client 1's release of lease a deleted lock:0 between 0.150s and 0.151s, while client 2 held it since 0.120s", "until 0.220s"}}},
 		{"stuck lock", Liveness(LivenessOptions{}), func(t *testing.T) *history.History {
 			// SETNX without expiry: client 1 dies holding the key; clients
 			// 2 and 3 time out waiting, again and again.
-			b := newBuilder(t, 100)
-			b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).read(1, 1, 2, 3, 0).crash(1, 1, 10)
+			b := histgen.NewBuilder(t, 100)
+			b.AcquireTTL(1, 1, "a", 0, 0, 1, history.OK).Read(1, 1, 2, 3, 0).Crash(1, 1, 10)
 			for _, c := range []int{2, 3} {
 				for at := float64(c); at < 400; at += 101 {
-					b.acquireFail(c, c, at, at+100)
+					b.AcquireFail(c, c, at, at+100)
 				}
 			}
-			return b.build()
-		}, want{kind: KindStuckLock, clients: []int{1, 2, 3}, keys: []string{"lock:0"}, start: ms(10), end: ms(406),
+			return b.Build()
+		}, want{kind: KindStuckLock, clients: []int{1, 2, 3}, keys: []string{"lock:0"}, start: histgen.MS(10), end: histgen.MS(406),
 			detail: []string{"no acquire of lock:0 succeeded from 0.010s to the end of the history at 0.406s", "client 1 last acquired it at 0.001s (lease a) and crashed at 0.010s without releasing it"}}},
 		{"spurious failure", Liveness(LivenessOptions{}), func(t *testing.T) *history.History {
 			// Client 2's SET NX landed but its reply was lost; go-redis
 			// retried, found the key (its own) and reported "not acquired".
 			// Nobody's lease was alive while it tried.
-			b := newBuilder(t, 100)
-			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).release(1, 1, "a", 20, 21, true)
-			b.acquireFail(2, 2, 30, 130).acquireFail(3, 3, 131, 135)
-			return b.build()
-		}, want{kind: KindSpuriousFailure, clients: []int{2}, keys: []string{"lock:0"}, start: ms(30), end: ms(130),
+			b := histgen.NewBuilder(t, 100)
+			b.Acquire(1, 1, "a", 0, 1).Hold(1, 1, 2, 10, 0, 1).Release(1, 1, "a", 20, 21, true)
+			b.AcquireFail(2, 2, 30, 130).AcquireFail(3, 3, 131, 135)
+			return b.Build()
+		}, want{kind: KindSpuriousFailure, clients: []int{2}, keys: []string{"lock:0"}, start: histgen.MS(30), end: histgen.MS(130),
 			detail: []string{"client 2's acquire of lock:0 (0.030s to 0.130s) failed although no lease could have been alive from 0.030s to 0.130s"}}},
 		{"lost update", LostUpdate(), func(t *testing.T) *history.History {
-			b := newBuilder(t, 40)
-			b.acquire(1, 1, "a", 0, 1).read(1, 1, 2, 3, 0)
-			b.acquire(2, 2, "b", 50, 51).read(2, 2, 52, 53, 0)
-			b.write(1, 1, 60, 61, 1, 1).release(1, 1, "a", 62, 63, false)
-			b.write(2, 2, 64, 65, 1, 2).release(2, 2, "b", 66, 67, true)
-			return b.build()
-		}, want{kind: KindLostUpdate, clients: []int{2, 1}, keys: []string{"lock:0"}, start: ms(60), end: ms(65),
+			b := histgen.NewBuilder(t, 40)
+			b.Acquire(1, 1, "a", 0, 1).Read(1, 1, 2, 3, 0)
+			b.Acquire(2, 2, "b", 50, 51).Read(2, 2, 52, 53, 0)
+			b.Write(1, 1, 60, 61, 1, 1).Release(1, 1, "a", 62, 63, false)
+			b.Write(2, 2, 64, 65, 1, 2).Release(2, 2, "b", 66, 67, true)
+			return b.Build()
+		}, want{kind: KindLostUpdate, clients: []int{2, 1}, keys: []string{"lock:0"}, start: histgen.MS(60), end: histgen.MS(65),
 			detail: []string{"client 2 wrote 1 to lock:0 at 0.065s (write 2) over client 1's 1 written at 0.061s (write 1): both read 0, so client 1's update was lost"}}},
 		{"nonlinearizable: a live lock deleted", Linearizable(LinearizableOptions{}), secondConfusion,
-			want{kind: KindNonlinearizable, clients: []int{1, 2}, keys: []string{"lock:0"}, start: ms(150), end: ms(151),
+			want{kind: KindNonlinearizable, clients: []int{1, 2}, keys: []string{"lock:0"}, start: histgen.MS(150), end: histgen.MS(151),
 				leases: []string{"a", "b"},
 				detail: []string{"client 1's release of lease a (ok, deleted the key, 0.150s to 0.151s)", "held by client 2 (lease b, written no earlier than 0.099s"}}},
 		{"nonlinearizable: granted within another's lease", Linearizable(LinearizableOptions{SegmentOps: 1}), func(t *testing.T) *history.History {
-			b := newBuilder(t, 1000)
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 2, 3, true)
-			b.acquire(1, 1, "b", 4, 5).acquire(2, 2, "c", 100, 101)
-			return b.build()
-		}, want{kind: KindNonlinearizable, clients: []int{2, 1}, keys: []string{"lock:0"}, start: ms(100), end: ms(101),
+			b := histgen.NewBuilder(t, 1000)
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 2, 3, true)
+			b.Acquire(1, 1, "b", 4, 5).Acquire(2, 2, "c", 100, 101)
+			return b.Build()
+		}, want{kind: KindNonlinearizable, clients: []int{2, 1}, keys: []string{"lock:0"}, start: histgen.MS(100), end: histgen.MS(101),
 			detail: []string{"client 2's acquire of lease c", "held by client 1 (lease b, written no earlier than 0.004s"}}},
 	}
 	for _, tc := range cases {
@@ -389,13 +390,13 @@ func TestFoldVerdicts(t *testing.T) {
 // A lock broken ten thousand times over must still give a readable report:
 // the list is capped per kind, the count is not.
 func TestAnomaliesAreCappedPerKind(t *testing.T) {
-	b := newBuilder(t, 0)
+	b := histgen.NewBuilder(t, 0)
 	for i := range 60 {
 		lease := string(rune('A'+i%26)) + string(rune('a'+i/26))
-		b.acquireTTL(i, i, lease, 0, float64(i), float64(i)+0.5, history.OK)
+		b.AcquireTTL(i, i, lease, 0, float64(i), float64(i)+0.5, history.OK)
 	}
-	b.crash(99, 99, 100) // the history runs on past the last acquire
-	h := b.build()
+	b.Crash(99, 99, 100) // the history runs on past the last acquire
+	h := b.Build()
 	r := MutualExclusion().Check(context.Background(), h)
 	if r.Count[KindDoubleHolder] != 60*59/2 || len(r.Anomalies) != DefaultMaxAnomalies {
 		t.Fatalf("count %d, listed %d", r.Count[KindDoubleHolder], len(r.Anomalies))
@@ -413,40 +414,40 @@ func TestAnomaliesAreCappedPerKind(t *testing.T) {
 // Stuck locks are not reported while a fault explains them, nor while a
 // live holder keeps the key.
 func TestStuckLockExcuses(t *testing.T) {
-	waiters := func(b *builder) {
+	waiters := func(b *histgen.Builder) {
 		for at := 2.0; at < 500; at += 101 {
-			b.acquireFail(2, 2, at, at+100)
+			b.AcquireFail(2, 2, at, at+100)
 		}
 	}
 	t.Run("fault active", func(t *testing.T) {
-		b := newBuilder(t, 100)
-		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).crash(1, 1, 10)
+		b := histgen.NewBuilder(t, 100)
+		b.AcquireTTL(1, 1, "a", 0, 0, 1, history.OK).Crash(1, 1, 10)
 		waiters(b)
-		b.fault("partition", 5, 300)
-		r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+		b.Fault("partition", 5, 300)
+		r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
 		// Stuck from the heal at 300 ms to the end at 506 ms: 2.06 ttl.
 		if r.Verdict != Valid {
 			t.Fatalf("%s", dump(r))
 		}
 	})
 	t.Run("holder still working", func(t *testing.T) {
-		b := newBuilder(t, 100)
-		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).read(1, 1, 2, 3, 0)
+		b := histgen.NewBuilder(t, 100)
+		b.AcquireTTL(1, 1, "a", 0, 0, 1, history.OK).Read(1, 1, 2, 3, 0)
 		waiters(b)
-		b.write(1, 1, 504, 505, 1, 1).release(1, 1, "a", 506, 507, true)
-		r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+		b.Write(1, 1, 504, 505, 1, 1).Release(1, 1, "a", 506, 507, true)
+		r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
 		if r.Verdict != Valid {
 			t.Fatalf("%s", dump(r))
 		}
 	})
 	t.Run("shorter factor", func(t *testing.T) {
-		b := newBuilder(t, 100)
-		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).crash(1, 1, 10)
+		b := histgen.NewBuilder(t, 100)
+		b.AcquireTTL(1, 1, "a", 0, 0, 1, history.OK).Crash(1, 1, 10)
 		waiters(b)
-		b.fault("partition", 5, 300)
-		r := Liveness(LivenessOptions{StuckFactor: 2}).Check(context.Background(), b.build())
+		b.Fault("partition", 5, 300)
+		r := Liveness(LivenessOptions{StuckFactor: 2}).Check(context.Background(), b.Build())
 		checkAnomaly(t, r, want{kind: KindStuckLock, clients: []int{1, 2}, keys: []string{"lock:0"},
-			start: ms(300) + 1, end: ms(506), detail: []string{"crashed at 0.010s"}})
+			start: histgen.MS(300) + 1, end: histgen.MS(506), detail: []string{"crashed at 0.010s"}})
 	})
 }
 
@@ -455,16 +456,16 @@ func TestStuckLockExcuses(t *testing.T) {
 // that client's failed acquire no evidence of a free lock.
 func TestLivenessFaultRules(t *testing.T) {
 	t.Run("crash-client does not excuse the lock it leaves stuck", func(t *testing.T) {
-		b := newBuilder(t, 100)
-		b.acquireTTL(1, 1, "a", 0, 0, 1, history.OK).crash(1, 1, 10)
+		b := histgen.NewBuilder(t, 100)
+		b.AcquireTTL(1, 1, "a", 0, 0, 1, history.OK).Crash(1, 1, 10)
 		for at := 2.0; at < 500; at += 101 {
-			b.acquireFail(2, 2, at, at+100)
+			b.AcquireFail(2, 2, at, at+100)
 		}
-		b.faultOn("crash-client", "c1 (at its next hold)", 10, 10)
-		b.faultOn("crash-client", "c2 (at its next attempt)", 200, 200)
-		r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+		b.FaultOn("crash-client", "c1 (at its next hold)", 10, 10)
+		b.FaultOn("crash-client", "c2 (at its next attempt)", 200, 200)
+		r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
 		checkAnomaly(t, r, want{kind: KindStuckLock, clients: []int{1, 2}, keys: []string{"lock:0"},
-			start: ms(10), end: ms(506)})
+			start: histgen.MS(10), end: histgen.MS(506)})
 	})
 	for _, tc := range []struct {
 		name   string
@@ -475,11 +476,11 @@ func TestLivenessFaultRules(t *testing.T) {
 		{"another client paused", "c3", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(t, 100)
-			b.acquire(1, 1, "a", 0, 1).hold(1, 1, 2, 10, 0, 1).release(1, 1, "a", 20, 21, true)
-			b.acquireFail(2, 2, 30, 130)
-			b.faultOn("pause-client", tc.target, 25, 135)
-			r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+			b := histgen.NewBuilder(t, 100)
+			b.Acquire(1, 1, "a", 0, 1).Hold(1, 1, 2, 10, 0, 1).Release(1, 1, "a", 20, 21, true)
+			b.AcquireFail(2, 2, 30, 130)
+			b.FaultOn("pause-client", tc.target, 25, 135)
+			r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
 			if got := r.Count[KindSpuriousFailure]; got != tc.want {
 				t.Fatalf("%d spurious failures, want %d: %s", got, tc.want, dump(r))
 			}
@@ -488,7 +489,7 @@ func TestLivenessFaultRules(t *testing.T) {
 }
 
 func TestLinearizableTimeoutIsUnknown(t *testing.T) {
-	h := genMutex(t, genOptions{clients: 8, ops: 4000, ttl: 100, seed: 3, refresh: true})
+	h := histgen.Mutex(t, histgen.MutexOptions{Clients: 8, Ops: 4000, TTL: 100, Seed: 3, Refresh: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := Linearizable(LinearizableOptions{}).Check(ctx, h)
@@ -512,16 +513,16 @@ func TestSegmentedSearchAgreesWithWholeSearch(t *testing.T) {
 	}
 	invalid := 0
 	for seed := int64(1); seed <= 120; seed++ {
-		o := genOptions{clients: 4, ops: 120, ttl: 50, seed: seed, unknown: 0.1, refresh: seed%2 == 0, overrun: 0.1}
+		o := histgen.MutexOptions{Clients: 4, Ops: 120, TTL: 50, Seed: seed, Unknown: 0.1, Refresh: seed%2 == 0, Overrun: 0.1}
 		if seed%3 == 0 {
-			o.violate = 0.1
+			o.Violate = 0.1
 		}
-		h := genMutex(t, o)
+		h := histgen.Mutex(t, o)
 		want := whole.Check(context.Background(), h)
 		if want.Verdict == Invalid {
 			invalid++
 		}
-		if o.violate == 0 && want.Verdict != Valid {
+		if o.Violate == 0 && want.Verdict != Valid {
 			t.Fatalf("seed %d: legal history judged %s: %s", seed, want.Verdict, dump(want.Anomalies))
 		}
 		for _, c := range cut {
@@ -541,7 +542,7 @@ func TestSegmentedSearchAgreesWithWholeSearch(t *testing.T) {
 
 func TestGeneratedLegalHistoriesPassAll(t *testing.T) {
 	for seed := int64(1); seed <= 5; seed++ {
-		h := genMutex(t, genOptions{clients: 8, ops: 3000, ttl: 100, seed: seed, refresh: seed%2 == 1, unknown: 0.02 * float64(seed%3)})
+		h := histgen.Mutex(t, histgen.MutexOptions{Clients: 8, Ops: 3000, TTL: 100, Seed: seed, Refresh: seed%2 == 1, Unknown: 0.02 * float64(seed%3)})
 		rep := ForMutex(MutexOptions{}).Report(context.Background(), h)
 		if rep.Verdict != Valid {
 			t.Fatalf("seed %d: %s %s", seed, rep.Verdict, dump(rep))
@@ -578,12 +579,12 @@ func TestSearchesAgreeWithExact(t *testing.T) {
 	verdicts := map[Verdict]int{}
 	for seed := int64(1); seed <= 600; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		o := genOptions{clients: 2 + r.Intn(5), ops: 30 + r.Intn(60), ttl: int64(10 + r.Intn(60)), seed: seed,
-			unknown: r.Float64() * 0.3, orphan: r.Float64(), refresh: r.Intn(2) == 0, overrun: r.Float64() * 0.2}
+		o := histgen.MutexOptions{Clients: 2 + r.Intn(5), Ops: 30 + r.Intn(60), TTL: int64(10 + r.Intn(60)), Seed: seed,
+			Unknown: r.Float64() * 0.3, Orphan: r.Float64(), Refresh: r.Intn(2) == 0, Overrun: r.Float64() * 0.2}
 		if r.Intn(3) == 0 {
-			o.violate = r.Float64() * 0.2
+			o.Violate = r.Float64() * 0.2
 		}
-		h := genMutex(t, o)
+		h := histgen.Mutex(t, o)
 		want := exactVerdict(t, h)
 		verdicts[want]++
 		for i, c := range []Checker{

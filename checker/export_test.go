@@ -3,6 +3,7 @@ package checker
 import (
 	"testing"
 
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -10,5 +11,5 @@ import (
 // their TTL, for the tests of package checker_test, which see this
 // package as another module does.
 func GenOverruns(t testing.TB, seed int64) *history.History {
-	return genMutex(t, genOptions{clients: 4, ops: 300, ttl: 20, seed: seed, overrun: 0.2, unknown: 0.03})
+	return histgen.Mutex(t, histgen.MutexOptions{Clients: 4, Ops: 300, TTL: 20, Seed: seed, Overrun: 0.2, Unknown: 0.03})
 }

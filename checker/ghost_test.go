@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/checker/model"
 	"github.com/locktorture/locktorture/history"
 )
@@ -19,7 +20,7 @@ func TestGhostSearchAgreesWithExact(t *testing.T) {
 	var ghostly, invalid int
 	o := model.Options{SegmentOps: 10, Timeout: 10 * time.Second}
 	for seed := int64(1); seed <= 1000; seed++ {
-		h := genMutex(t, genOptions{clients: 3, ops: 40, ttl: 50, seed: seed, unknown: 0.4, orphan: 0.5, violate: 0.05, overrun: 0.1})
+		h := histgen.Mutex(t, histgen.MutexOptions{Clients: 3, Ops: 40, TTL: 50, Seed: seed, Unknown: 0.4, Orphan: 0.5, Violate: 0.05, Overrun: 0.1})
 		in := modelInput(newIndex(h))
 		got := model.Check(context.Background(), o, in).Keys
 		exact := model.Exact(context.Background(), o, in, true)
@@ -50,19 +51,19 @@ func TestGhostSearchAgreesWithExact(t *testing.T) {
 // second lost acquire.
 func TestGhostKeyExplainsOneRelease(t *testing.T) {
 	build := func(lost, deleting int) *Result {
-		b := newBuilder(t, 50)
+		b := histgen.NewBuilder(t, 50)
 		for i := 0; i < lost; i++ {
-			b.acquireUnknown(1, 10+i, "u"+string(rune('a'+i)), float64(2+i), float64(8+i))
+			b.AcquireUnknown(1, 10+i, "u"+string(rune('a'+i)), float64(2+i), float64(8+i))
 		}
 		for i := 0; i < deleting; i++ {
 			at := float64(100 * (i + 1))
 			lease := "y" + string(rune('a'+i))
 			// Client 2's DEL is replayed after the key was gone, and
 			// the replay deletes some key too.
-			b.acquire(2, 2, lease, at, at+1).release(2, 2, lease, at+10, at+11, true)
-			b.release(2, 2, lease, at+20, at+21, true)
+			b.Acquire(2, 2, lease, at, at+1).Release(2, 2, lease, at+10, at+11, true)
+			b.Release(2, 2, lease, at+20, at+21, true)
 		}
-		r := Linearizable(LinearizableOptions{}).Check(context.Background(), b.build())
+		r := Linearizable(LinearizableOptions{}).Check(context.Background(), b.Build())
 		return &r
 	}
 	cases := []struct {
@@ -87,8 +88,8 @@ func TestGhostKeyExplainsOneRelease(t *testing.T) {
 // (dozens in all), some of them writing the key when a new master takes
 // over, which then keeps everyone out for a ttl.
 func failoverHistory(t testing.TB, seed int64) *history.History {
-	b := newBuilder(t, 2000)
-	b.run.Clients = 6
+	b := histgen.NewBuilder(t, 2000)
+	b.Run.Clients = 6
 	rng := rand.New(rand.NewSource(seed))
 	const second = 1000.0 // the builder thinks in ms
 	procs := []int{1, 2, 3, 4, 5, 6}
@@ -102,7 +103,7 @@ func failoverHistory(t testing.TB, seed int64) *history.History {
 			for c := range procs {
 				call := now + rng.Float64()*200
 				leases++
-				b.acquireUnknown(c, procs[c], fmt.Sprintf("c%d-%d", c, leases), call, call+1500+rng.Float64()*1500)
+				b.AcquireUnknown(c, procs[c], fmt.Sprintf("c%d-%d", c, leases), call, call+1500+rng.Float64()*1500)
 				procs[c] = next
 				next++
 			}
@@ -116,16 +117,16 @@ func failoverHistory(t testing.TB, seed int64) *history.History {
 		leases++
 		lease := fmt.Sprintf("c%d-%d", c, leases)
 		hold := 50 + rng.Float64()*250
-		b.acquire(c, procs[c], lease, now, now+1)
+		b.Acquire(c, procs[c], lease, now, now+1)
 		for o := range procs {
 			if o != c && rng.Intn(3) == 0 {
-				b.acquireFail(o, procs[o], now+2, now+hold)
+				b.AcquireFail(o, procs[o], now+2, now+hold)
 			}
 		}
-		b.release(c, procs[c], lease, now+1+hold, now+2+hold, true)
+		b.Release(c, procs[c], lease, now+1+hold, now+2+hold, true)
 		now += 3 + hold
 	}
-	return b.build()
+	return b.Build()
 }
 
 // Around failovers dozens of acquires have unknown outcomes; the check

@@ -12,6 +12,14 @@ import (
 // hold the history never saw end.
 const forever = history.Never
 
+// sat64 is t+d, or forever if that would pass it.
+func sat64(t, d int64) int64 {
+	if t > forever-d {
+		return forever
+	}
+	return t + d
+}
+
 // span is the half-open interval [from, to) on the history's clock.
 type span struct{ from, to int64 }
 
@@ -252,7 +260,7 @@ func (b *indexer) nested(o *history.Operation, i int) {
 	if entered == "" {
 		entered = b.lastLease[procKey{o.Process, o.Key}]
 	}
-	if sameOwner(entered, o.Lease) {
+	if history.SameOwner(entered, o.Lease) {
 		return
 	}
 	l := &lease{key: o.Key, id: o.Lease, acquire: i, ttl: int64(o.TTL), nested: true}
@@ -262,14 +270,6 @@ func (b *indexer) nested(o *history.Operation, i int) {
 	if b.byID[o.Lease] == nil {
 		b.byID[o.Lease] = l
 	}
-}
-
-// sameOwner reports whether two leases belong to one owner: the same
-// lease, or two acquisitions of one reentrant owner.
-func sameOwner(a, b string) bool {
-	oa, _, _ := history.ParseReentrantLease(a)
-	ob, _, _ := history.ParseReentrantLease(b)
-	return a != "" && oa == ob
 }
 
 // name fills in the lease (and key) a lock operation left out.

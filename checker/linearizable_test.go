@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -12,28 +13,28 @@ import (
 // search assumes it ran within the horizon and finds no legal order; the
 // exact one must then find the order in which it ran late.
 func TestExactSearchAfterBoundedFails(t *testing.T) {
-	b := newBuilder(t, 100)
+	b := histgen.NewBuilder(t, 100)
 	// Client 1's SET times out; client 2 acquires and releases; much later
 	// client 1's new process deletes the key its lost SET wrote, which
 	// is only possible if that SET ran after client 2's release.
-	b.acquireUnknown(1, 1, "u", 0, 10)
-	b.acquire(2, 2, "x", 150, 151).release(2, 2, "x", 160, 161, true)
-	b.release(1, 3, "u", 300, 301, true)
-	h := b.build()
+	b.AcquireUnknown(1, 1, "u", 0, 10)
+	b.Acquire(2, 2, "x", 150, 151).Release(2, 2, "x", 160, 161, true)
+	b.Release(1, 3, "u", 300, 301, true)
+	h := b.Build()
 	r := Linearizable(LinearizableOptions{}).Check(context.Background(), h)
 	if r.Verdict != Valid || r.Stats["relaxed_searches"] != 1 || r.Stats["exact_searches"] != 1 {
 		t.Fatalf("verdict %s: %s", r.Verdict, dump(r))
 	}
-	r = Linearizable(LinearizableOptions{UnknownHorizon: dur(1000)}).Check(context.Background(), h)
+	r = Linearizable(LinearizableOptions{UnknownHorizon: histgen.Dur(1000)}).Check(context.Background(), h)
 	if r.Verdict != Valid || r.Stats["exact_searches"] != 0 {
 		t.Fatalf("with a 1 s horizon the fast search should do: %s", dump(r))
 	}
 	// Without the lost SET, the same release deleted a key nobody had.
-	b = newBuilder(t, 100)
-	b.acquire(2, 2, "x", 150, 151).release(2, 2, "x", 160, 161, true)
-	b.release(1, 3, "u", 300, 301, true)
-	r = Linearizable(LinearizableOptions{}).Check(context.Background(), b.build())
-	checkAnomaly(t, r, want{kind: KindNonlinearizable, clients: []int{1}, keys: []string{"lock:0"}, start: ms(300), end: ms(301),
+	b = histgen.NewBuilder(t, 100)
+	b.Acquire(2, 2, "x", 150, 151).Release(2, 2, "x", 160, 161, true)
+	b.Release(1, 3, "u", 300, 301, true)
+	r = Linearizable(LinearizableOptions{}).Check(context.Background(), b.Build())
+	checkAnomaly(t, r, want{kind: KindNonlinearizable, clients: []int{1}, keys: []string{"lock:0"}, start: histgen.MS(300), end: histgen.MS(301),
 		detail: []string{"client 1's release of lease u (ok, deleted the key, 0.300s to 0.301s)", "the lock was then free"}})
 }
 
@@ -41,14 +42,14 @@ func TestExactSearchAfterBoundedFails(t *testing.T) {
 // search allows for that when the history records the fault.
 func TestBoundedSearchWaitsForHeal(t *testing.T) {
 	build := func(withFault bool) *history.History {
-		b := newBuilder(t, 100)
-		b.acquireUnknown(1, 1, "u", 0, 10)
-		b.acquire(2, 2, "x", 150, 151).release(2, 2, "x", 160, 161, true)
-		b.release(1, 3, "u", 450, 451, true)
+		b := histgen.NewBuilder(t, 100)
+		b.AcquireUnknown(1, 1, "u", 0, 10)
+		b.Acquire(2, 2, "x", 150, 151).Release(2, 2, "x", 160, 161, true)
+		b.Release(1, 3, "u", 450, 451, true)
 		if withFault {
-			b.fault("pause", 5, 400)
+			b.Fault("pause", 5, 400)
 		}
-		return b.build()
+		return b.Build()
 	}
 	r := Linearizable(LinearizableOptions{}).Check(context.Background(), build(true))
 	if r.Verdict != Valid || r.Stats["relaxed_searches"] != 0 {

@@ -28,8 +28,11 @@ type LivenessOptions struct {
 	SpuriousThreshold time.Duration
 }
 
-// spuriousThreshold is SpuriousThreshold for a lease time of ttl.
-func (o LivenessOptions) spuriousThreshold(ttl int64) int64 {
+// SpuriousNS is SpuriousThreshold, in ns, for a lease time of ttl ns: how
+// long the lock must have been surely free during a failed acquire. A
+// stream (package checker/stream) keeps that much history before the call
+// of an acquire a later window judges.
+func (o LivenessOptions) SpuriousNS(ttl int64) int64 {
 	t := int64(o.SpuriousThreshold)
 	if t <= 0 {
 		t = ttl / 4
@@ -60,7 +63,7 @@ func (l *liveness) judge(_ context.Context, c *collector, ix *index) {
 		factor = 3
 	}
 	stuckAfter := int64(factor * float64(ttl))
-	threshold := l.o.spuriousThreshold(ttl)
+	threshold := l.o.SpuriousNS(ttl)
 
 	var faults []span
 	for _, w := range ix.faults {
@@ -208,9 +211,9 @@ func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anoma
 }
 
 // stuckSpan is what a stuck-lock anomaly keeps to be joined with the rest
-// of its stretch: a windowed check (Stream) sees a stretch longer than a
-// window in parts, and must report it once, whole, as a check of the whole
-// history does.
+// of its stretch: a windowed check (package checker/stream) sees a stretch
+// longer than a window in parts, and must report it once, whole, as a
+// check of the whole history does.
 type stuckSpan struct {
 	key     string
 	ttl     int64

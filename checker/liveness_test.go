@@ -4,125 +4,107 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 )
-
-// tried sets, on the completion just added, the acquire's attempts (ms on
-// the history's clock, [send, reply] pairs) as the workload records them.
-func (b *builder) tried(tries ...[2]float64) *builder {
-	done := &b.events[len(b.events)-1]
-	call := b.events[len(b.events)-2].Time
-	for _, t := range tries {
-		done.Tries = append(done.Tries, [2]int64{(ms(t[0]) - call) / 1000, (ms(t[1]) - call) / 1000})
-	}
-	done.Attempts = len(tries)
-	return b
-}
-
-// heldAnyway marks the failed acquire just added as one whose lock held
-// the key from..to before refusing the lease.
-func (b *builder) heldAnyway(from, to float64) *builder {
-	done := &b.events[len(b.events)-1]
-	done.HeldFrom, done.HeldTo = ms(from), ms(to)
-	return b
-}
 
 // Liveness is judged only on time a client was looking at the lock: its
 // attempts as the wire saw them, and what a lock held while refusing.
 func TestLivenessJudgesAttempts(t *testing.T) {
 	cases := []struct {
 		name  string
-		build func(b *builder)
+		build func(b *histgen.Builder)
 		want  map[Kind]int
 		// detail, if set, is part of the one anomaly's detail.
 		detail string
 	}{
-		{"harness stall after the last attempt is no spurious failure", func(b *builder) {
+		{"harness stall after the last attempt is no spurious failure", func(b *histgen.Builder) {
 			// Client 2 tried twice while client 1 held the key, then the
 			// harness stalled and the acquire returned long after the
 			// key was free: it never looked while it was free.
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 20, 21, true)
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 20, 21, true)
 			var tries [][2]float64
 			for at := 5.0; at < 20; at += 2 {
 				tries = append(tries, [2]float64{at, at + 0.5})
 			}
-			b.acquireFail(2, 2, 5, 160).tried(tries...)
+			b.AcquireFail(2, 2, 5, 160).Tried(tries...)
 		}, nil, ""},
-		{"an attempt that found the key free is a spurious failure", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 20, 21, true)
-			b.acquireFail(2, 2, 5, 160).tried([2]float64{5, 6}, [2]float64{15, 16}, [2]float64{40, 41})
+		{"an attempt that found the key free is a spurious failure", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 20, 21, true)
+			b.AcquireFail(2, 2, 5, 160).Tried([2]float64{5, 6}, [2]float64{15, 16}, [2]float64{40, 41})
 		}, map[Kind]int{KindSpuriousFailure: 1}, "no lease could have been alive from 0.021s to 0.160s"},
-		{"harness stall of every client is no stuck lock", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 30, 31, true)
+		{"harness stall of every client is no stuck lock", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 30, 31, true)
 			for _, c := range []int{2, 3} {
-				b.acquireFail(c, c, 20, 500).tried([2]float64{20, 21}, [2]float64{25, 26})
+				b.AcquireFail(c, c, 20, 500).Tried([2]float64{20, 21}, [2]float64{25, 26})
 			}
 		}, nil, ""},
-		{"timed-out acquires may hold the key: no stuck lock", func(b *builder) {
+		{"timed-out acquires may hold the key: no stuck lock", func(b *histgen.Builder) {
 			// The path to Redis is too slow: every acquire times out, and
 			// any of them may have written the key for a ttl after it.
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 10, 11, true)
 			for at, p := 20.0, 10; at < 800; at, p = at+60, p+1 {
-				b.acquireUnknown(2, p, "", at, at+50)
+				b.AcquireUnknown(2, p, "", at, at+50)
 			}
 		}, nil, ""},
-		{"a key a timed-out acquire may hold expires: then stuck", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
-			b.acquireUnknown(2, 2, "", 20, 70)
+		{"a key a timed-out acquire may hold expires: then stuck", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 10, 11, true)
+			b.AcquireUnknown(2, 2, "", 20, 70)
 			var tries [][2]float64
 			for at := 200.0; at < 1000; at += 50 {
 				tries = append(tries, [2]float64{at, at + 1})
 			}
 			for _, c := range []int{3, 4} {
-				b.acquireFail(c, c, 200, 1000).tried(tries...)
+				b.AcquireFail(c, c, 200, 1000).Tried(tries...)
 			}
 		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 2}, "no acquire of lock:0 succeeded from 0.200s"},
 		// A stuck stretch early on says nothing of a quick failure long
 		// after it, when the key was free again.
-		{"a quick failure far from a stuck stretch is spurious", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
-			b.acquireUnknown(2, 2, "", 20, 70)
+		{"a quick failure far from a stuck stretch is spurious", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 10, 11, true)
+			b.AcquireUnknown(2, 2, "", 20, 70)
 			for _, c := range []int{3, 4} {
-				b.acquireFail(c, c, 200, 1000).tried(every(200, 1000, 50)...)
+				b.AcquireFail(c, c, 200, 1000).Tried(histgen.Every(200, 1000, 50)...)
 			}
-			b.acquire(5, 5, "e", 1100, 1101).release(5, 5, "e", 1110, 1111, true)
-			b.acquireFail(6, 6, 1200, 1200.5).tried([2]float64{1200, 1200.3})
-			b.acquire(5, 5, "f", 1400, 1401)
+			b.Acquire(5, 5, "e", 1100, 1101).Release(5, 5, "e", 1110, 1111, true)
+			b.AcquireFail(6, 6, 1200, 1200.5).Tried([2]float64{1200, 1200.3})
+			b.Acquire(5, 5, "f", 1400, 1401)
 		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 3}, ""},
 		// The lock extends its keys where the harness cannot see it: no
 		// refresh in the history, yet the holder's key lived as long as
 		// the holder kept it, and a TTL after it let go.
-		{"a lease renewed unseen is alive while held", func(b *builder) {
-			b.run.RenewsUnseen = true
-			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 300, 301)
-			b.acquireFail(2, 2, 20, 390).tried(every(20, 390, 5)...)
+		{"a lease renewed unseen is alive while held", func(b *histgen.Builder) {
+			b.Run.RenewsUnseen = true
+			b.Acquire(1, 1, "a", 0, 1).ReleaseUnknown(1, 1, "a", 300, 301)
+			b.AcquireFail(2, 2, 20, 390).Tried(histgen.Every(20, 390, 5)...)
 		}, nil, ""},
-		{"a lease renewed unseen is over a TTL after its release", func(b *builder) {
-			b.run.RenewsUnseen = true
-			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 300, 301)
-			b.acquireFail(2, 2, 360, 500).tried(every(360, 500, 5)...)
+		{"a lease renewed unseen is over a TTL after its release", func(b *histgen.Builder) {
+			b.Run.RenewsUnseen = true
+			b.Acquire(1, 1, "a", 0, 1).ReleaseUnknown(1, 1, "a", 300, 301)
+			b.AcquireFail(2, 2, 360, 500).Tried(histgen.Every(360, 500, 5)...)
 		}, map[Kind]int{KindSpuriousFailure: 1}, "no lease could have been alive from 0.400s to 0.500s"},
-		{"without unseen renewal the same lease is over a TTL after its acquire", func(b *builder) {
-			b.acquire(1, 1, "a", 0, 1).releaseUnknown(1, 1, "a", 300, 301)
-			b.acquireFail(2, 2, 20, 290).tried(every(20, 290, 5)...)
+		{"without unseen renewal the same lease is over a TTL after its acquire", func(b *histgen.Builder) {
+			b.Acquire(1, 1, "a", 0, 1).ReleaseUnknown(1, 1, "a", 300, 301)
+			b.AcquireFail(2, 2, 20, 290).Tried(histgen.Every(20, 290, 5)...)
 		}, map[Kind]int{KindSpuriousFailure: 1}, "no lease could have been alive from 0.101s to 0.290s"},
-		{"a lease refused late held the key for the others", func(b *builder) {
-			b.run.TTLMillis = 200
-			b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 10, 11, true)
+		{"a lease refused late held the key for the others", func(b *histgen.Builder) {
+			b.Run.TTLMillis = 200
+			b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 10, 11, true)
 			// Client 3's write landed at 20 ms, its reply came too late,
 			// its lock refused the lease and deleted the key at 290 ms.
-			b.acquireFail(3, 3, 12, 300).tried([2]float64{12, 260}, [2]float64{270, 290}).heldAnyway(20, 290)
+			b.AcquireFail(3, 3, 12, 300).Tried([2]float64{12, 260}, [2]float64{270, 290}).HeldAnyway(20, 290)
 			var tries [][2]float64
 			for at := 30.0; at < 230; at += 20 {
 				tries = append(tries, [2]float64{at, at + 1})
 			}
-			b.acquireFail(2, 2, 30, 230).tried(tries...)
+			b.AcquireFail(2, 2, 30, 230).Tried(tries...)
 		}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(t, 100)
+			b := histgen.NewBuilder(t, 100)
 			tc.build(b)
-			r := Liveness(LivenessOptions{}).Check(context.Background(), b.build())
+			r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
 			if len(r.Count) != len(tc.want) {
 				t.Fatalf("counts %v, want %v: %s", r.Count, tc.want, dump(r))
 			}
@@ -141,10 +123,10 @@ func TestLivenessJudgesAttempts(t *testing.T) {
 // Every anomaly says whether it breaks safety or liveness, the report
 // counts both, and a gate on safety alone passes a liveness-only history.
 func TestSeverityAndGate(t *testing.T) {
-	b := newBuilder(t, 100)
-	b.acquire(1, 1, "a", 0, 1).release(1, 1, "a", 20, 21, true)
-	b.acquireFail(2, 2, 5, 160).tried([2]float64{40, 41})
-	live := ForMutex(MutexOptions{}).Report(context.Background(), b.build())
+	b := histgen.NewBuilder(t, 100)
+	b.Acquire(1, 1, "a", 0, 1).Release(1, 1, "a", 20, 21, true)
+	b.AcquireFail(2, 2, 5, 160).Tried([2]float64{40, 41})
+	live := ForMutex(MutexOptions{}).Report(context.Background(), b.Build())
 	safe := ForMutex(MutexOptions{}).Report(context.Background(), secondConfusion(t))
 	cases := []struct {
 		name                string

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/checker/stream"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -78,7 +79,7 @@ func TestOutsideCheckersStream(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := e.New(checker.MutexOptions{}).Check(ctx, h)
-				rep, s := streamed(t, reg, tt.name, checker.MutexOptions{MaxAnomalies: -1}, checker.StreamOptions{Window: 20e6}, h)
+				rep, s := streamed(t, reg, tt.name, checker.MutexOptions{MaxAnomalies: -1}, stream.Options{Window: 20e6}, h)
 				if got := len(s.Unbounded()) > 0; got != tt.unbounded {
 					t.Fatalf("unbounded %v (%v), want %v", got, s.Unbounded(), tt.unbounded)
 				}
@@ -122,7 +123,7 @@ func TestOutsideSeverity(t *testing.T) {
 			if err := reg.Register(entry(tc.liveness...)); err != nil {
 				t.Fatal(err)
 			}
-			rep, _ := streamed(t, reg, "late-release", checker.MutexOptions{}, checker.StreamOptions{}, h)
+			rep, _ := streamed(t, reg, "late-release", checker.MutexOptions{}, stream.Options{}, h)
 			n := rep.Count["late-release"]
 			if n == 0 {
 				t.Fatal("no late release in the history: the test shows nothing")
@@ -143,12 +144,12 @@ func TestOutsideSeverity(t *testing.T) {
 	}
 }
 
-// streamed checks h, header first, through a Stream of reg's lock checkers
-// and the one named.
-func streamed(t *testing.T, reg *checker.Registry, name string, mo checker.MutexOptions, so checker.StreamOptions, h *history.History) (checker.Report, *checker.Stream) {
+// streamed checks h, header first, through a stream.Stream of reg's lock
+// checkers and the one named: the checkers above see only package checker.
+func streamed(t *testing.T, reg *checker.Registry, name string, mo checker.MutexOptions, so stream.Options, h *history.History) (checker.Report, *stream.Stream) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := checker.NewStream(reg, []string{name}, mo, so)
+	s, err := stream.New(reg, []string{name}, mo, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -14,7 +15,7 @@ type nest struct {
 	owner string
 	n     int
 	at    float64
-	ops   []rop
+	ops   []histgen.Op
 }
 
 func newNest(t *testing.T, owner string) *nest { return &nest{t: t, owner: owner} }
@@ -23,33 +24,33 @@ func newNest(t *testing.T, owner string) *nest { return &nest{t: t, owner: owner
 func (b *nest) acq(op history.Op, depth int64) string {
 	b.n++
 	lease := fmt.Sprintf("%s#%d/%d", b.owner, b.n, depth)
-	b.ops = append(b.ops, rop{op: op, lease: lease, call: b.at, ret: b.at + 1})
+	b.ops = append(b.ops, histgen.Op{Op: op, Lease: lease, Call: b.at, Ret: b.at + 1})
 	b.at += 2
 	return lease
 }
 
 // rel records an ok release that reported left.
 func (b *nest) rel(op history.Op, lease string, left int64) {
-	b.ops = append(b.ops, rop{op: op, lease: lease, value: i64(left), call: b.at, ret: b.at + 1})
+	b.ops = append(b.ops, histgen.Op{Op: op, Lease: lease, Value: histgen.I64(left), Call: b.at, Ret: b.at + 1})
 	b.at += 2
 }
 
 // unknown records an operation whose outcome is unknown (the process then
 // goes on under a new id).
 func (b *nest) unknown(op history.Op, lease string) {
-	b.ops = append(b.ops, rop{op: op, lease: lease, call: b.at, ret: b.at + 1, status: history.Unknown})
+	b.ops = append(b.ops, histgen.Op{Op: op, Lease: lease, Call: b.at, Ret: b.at + 1, Status: history.Unknown})
 	b.at += 2
 }
 
 func (b *nest) history(ttl int64) *history.History {
 	proc := 1
 	for i := range b.ops {
-		b.ops[i].proc = proc
-		if b.ops[i].status == history.Unknown {
+		b.ops[i].Proc = proc
+		if b.ops[i].Status == history.Unknown {
 			proc++
 		}
 	}
-	return opsHistory(b.t, ttl, b.ops...)
+	return histgen.Ops(b.t, ttl, b.ops...)
 }
 
 func TestReentrantCount(t *testing.T) {
@@ -138,12 +139,12 @@ func TestReentrantCount(t *testing.T) {
 // TestReentrantOtherLocks: tokens without a depth (a lock that is not
 // reentrant) are not judged, and owners are told apart.
 func TestReentrantOtherLocks(t *testing.T) {
-	h := opsHistory(t, 300,
-		rop{client: 0, proc: 1, op: history.Acquire, lease: "c0-p1-1", call: 0, ret: 1},
-		rop{client: 0, proc: 1, op: history.NestedAcquire, lease: "c0-p1-1", call: 2, ret: 300, status: history.Fail},
-		rop{client: 0, proc: 1, op: history.Release, lease: "c0-p1-1", call: 301, ret: 302, deleted: history.Bool(true)},
-		rop{client: 1, proc: 2, op: history.Acquire, lease: "c1-p2-1#1/1", call: 303, ret: 304},
-		rop{client: 1, proc: 2, op: history.Release, lease: "c1-p2-1#1/1", value: i64(0), call: 305, ret: 306},
+	h := histgen.Ops(t, 300,
+		histgen.Op{Client: 0, Proc: 1, Op: history.Acquire, Lease: "c0-p1-1", Call: 0, Ret: 1},
+		histgen.Op{Client: 0, Proc: 1, Op: history.NestedAcquire, Lease: "c0-p1-1", Call: 2, Ret: 300, Status: history.Fail},
+		histgen.Op{Client: 0, Proc: 1, Op: history.Release, Lease: "c0-p1-1", Call: 301, Ret: 302, Deleted: history.Bool(true)},
+		histgen.Op{Client: 1, Proc: 2, Op: history.Acquire, Lease: "c1-p2-1#1/1", Call: 303, Ret: 304},
+		histgen.Op{Client: 1, Proc: 2, Op: history.Release, Lease: "c1-p2-1#1/1", Value: histgen.I64(0), Call: 305, Ret: 306},
 	)
 	res := expectKinds(t, Reentrant(), h, map[Kind]int{KindReentryCount: 0})
 	if res.Stats["judged"] != 2 {

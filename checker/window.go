@@ -12,12 +12,12 @@ import (
 // A checker that sees the whole history at the end makes a run hold every
 // event until then, so a run's memory grows with its length. A Windowed
 // checker is judged instead window by window as the history is written
-// (see Stream), and carries from one window to the next only what it still
-// needs: the counter's last value, the highest fencing token, the tasks
-// already queued. Every built-in checker is one; a checker from another
+// (see package checker/stream), and carries from one window to the next
+// only what it still needs: the counter's last value, the highest fencing
+// token, the tasks already queued. Every built-in checker is one; a checker from another
 // module that implements Windowed streams the same way. A checker that
 // implements only Checker still works, but the stream must keep the whole
-// history for it, and says so (Stream.Unbounded).
+// history for it, and says so (stream.Stream.Unbounded).
 
 // Windowed is a checker that can be judged window by window.
 type Windowed interface {

@@ -7,8 +7,8 @@ import (
 
 // memoryLimit is the soft heap limit of `torture run`, `matrix` and
 // `check`. A run or a check holds a few windows of events and what its
-// checkers carry across them (every checker streams, see checker.Stream):
-// a full-speed token run, 8 clients at 25k operations a second, keeps
+// checkers carry across them (every checker streams, see package
+// checker/stream): a full-speed token run, 8 clients at 25k operations a second, keeps
 // 50 to 150 MB live whatever its length or workload. The limit is a
 // backstop for a run that keeps more (a checker from outside that needs
 // the whole history, an hours-long stall): the collector then runs earlier

@@ -30,6 +30,14 @@ func SameAcquisition(a, b string) bool {
 	return oka && okb && a[:strings.LastIndexByte(a, '/')] == b[:strings.LastIndexByte(b, '/')]
 }
 
+// SameOwner reports whether two leases belong to one owner: the same
+// lease, or two acquisitions of one reentrant owner (ReentrantLease).
+func SameOwner(a, b string) bool {
+	oa, _, _ := ParseReentrantLease(a)
+	ob, _, _ := ParseReentrantLease(b)
+	return a != "" && oa == ob
+}
+
 // ParseReentrantLease splits a lease made by ReentrantLease. Any other lease
 // id is returned whole as the owner, with ok false.
 func ParseReentrantLease(lease string) (owner string, depth int64, ok bool) {

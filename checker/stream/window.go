@@ -1,9 +1,10 @@
-package checker
+package stream
 
 import (
 	"math"
 	"sort"
 
+	"github.com/locktorture/locktorture/checker/model"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -31,7 +32,7 @@ import (
 // busy key a window thus costs its own events and a little more, whatever
 // the TTL.
 
-// DefaultMaxEvents is the default StreamOptions.MaxEvents. What the stream
+// DefaultMaxEvents is the default Options.MaxEvents. What the stream
 // holds, and every judge's working set, grows with a window's events, not
 // its length in time: at this many a full-speed window with the judges'
 // work over it stays under about 100 MB live, whatever the TTL, and a live
@@ -169,7 +170,7 @@ func (s *Stream) horizon(c *cut, final bool) func(key string) int64 {
 
 // judgedLater extends from to the calls of the acquires that a later window
 // judges (a failed acquire is judged where it returns, see
-// Anomaly.owner): that window must see every lease that may have been
+// checker.Window.Own): that window must see every lease that may have been
 // alive while they tried, and a spurious threshold before (the free
 // stretch an attempt saw is weighed whole, and may have begun before the
 // call), so their keys keep their history back that far.
@@ -179,7 +180,7 @@ func (s *Stream) judgedLater(ownTo int64, from func(string) int64) func(string) 
 	if ttl <= 0 {
 		ttl = s.ttl()
 	}
-	before := s.mo.Liveness.spuriousThreshold(ttl) + expirySlack
+	before := s.mo.Liveness.SpuriousNS(ttl) + model.ExpirySlack
 	note := func(key string, call int64) {
 		call -= before
 		if v, ok := early[key]; !ok || call < v {

@@ -1,4 +1,4 @@
-package checker
+package stream
 
 import (
 	"context"
@@ -10,42 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 )
 
-// A run of hours records hundreds of millions of events; checking it at the
-// end would need them all in memory at once. Stream checks a history while
-// it is written, in consecutive windows, and holds only what a check still
-// needs. The lease bounds that: every rule of the lock checkers looks at
-// most a few TTLs back (a stuck lock is StuckFactor TTLs without an
-// acquire; a lease lives one TTL past its last renewal), so each window is
-// checked together with Reach of history before and after its own part,
-// and keeps only the anomalies that start inside its own part. What a
-// lease does not bound is carried across windows instead of dropped:
-//
-//   - a lease whose hold is still open (a paused client, a lease without
-//     TTL) or that may still be alive, with all its operations, and the
-//     operation or crash that ended its hold;
-//   - operations not yet completed, and every fault and master switch;
-//   - what each checker's own Judge carries: the guarded counter's last
-//     value per key (lost-update), the highest fencing token handed out
-//     (fence-regression), the tasks queued (duplicate-work), each sale's
-//     count (oversell), each owner's hold count (reentrant).
-//
-// The guarded resource's operations (half the events of a mutex run) are
-// not retained with the lock operations: no lock checker reads one that
-// completed, so they go to the judges as operations (Window.Ops), and only
-// one whose outcome is unknown (it ends its process's hold) joins the
-// window's events. The window, its index and every copy of it are that
-// much smaller.
-//
-// Every checker that implements Windowed is judged this way, each by its
-// own Judge. One that implements only Checker sees the whole history at the
-// end: the stream keeps every event for it, and says so (Unbounded, and a
-// note in the report).
+// The Stream: its options, how it takes each event, and how it checks a
+// window, adds up what the judges found and settles the report at Close.
 
-// StreamOptions configure a windowed check.
-type StreamOptions struct {
+// Options configure a windowed check.
+type Options struct {
 	// Reach is how much history after its own part a window looks at, so
 	// that an anomaly starting in it is seen whole. Zero: (StuckFactor+1)
 	// x the run's TTL (or the largest acquire TTL so far): a stuck lock
@@ -73,25 +46,25 @@ type StreamOptions struct {
 	Batch int
 	// OnAnomaly, when set, receives each anomaly as soon as the window
 	// that owns it has been checked, from the goroutine that calls Add.
-	OnAnomaly func(Anomaly)
+	OnAnomaly func(checker.Anomaly)
 }
 
 // Stream checks a history event by event. Add and Close must be called from
 // one goroutine; Found may be called from any.
 type Stream struct {
-	o      StreamOptions
-	mo     MutexOptions
+	o      Options
+	mo     checker.MutexOptions
 	run    *history.RunInfo
-	ev     evidence   // what the run put to the test (see Untested)
-	sev    severities // as the registry's entries declare them
+	ev     evidence           // what the run put to the test (see checker.Untested)
+	sel    *checker.Composite // the checkers selected, with their severities
 	judges []namedJudge
-	whole  []Checker
-	order  []string // checker names, in Select's order
-	acc    map[string]*collector
+	whole  []checker.Checker
+	order  []string // checker names, in checker.Select's order
+	acc    map[string]*checker.Collector
 	stats  map[string]map[string]int64
 
 	buf   []history.Event  // retained events, in time order
-	pairs pairer           // every operation, paired for Window.Ops
+	pairs pairer           // every operation, paired for checker.Window.Ops
 	infos []history.Event  // info events since the last window
 	open  map[int64]openOp // retained operations not completed yet
 	acqAt map[string]int64 // per key, the latest call or return of an acquire
@@ -127,38 +100,36 @@ type Stream struct {
 // namedJudge is the judge of one checker.
 type namedJudge struct {
 	name string
-	j    Judge
+	j    checker.Judge
 }
 
-// stuckRef is a stuck-lock anomaly a collector holds, at index i.
+// stuckRef is a stuck-lock anomaly a checker.Collector lists, at index i.
 type stuckRef struct {
-	c *collector
+	c *checker.Collector
 	i int
 }
 
-// NewStream returns a windowed check by the checkers Select(r, names, o)
+// New returns a windowed check by the checkers checker.Select(r, names, o)
 // picks.
-func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*Stream, error) {
+func New(r *checker.Registry, names []string, o checker.MutexOptions, so Options) (*Stream, error) {
 	// The checkers list every anomaly they find: the stream keeps those a
 	// window owns and counts them, and only its own collectors cap what
 	// they list. A checker capped per window would leave out of the count
 	// what it found beyond the cap.
 	all := o
 	all.MaxAnomalies = -1
-	c, err := Select(r, names, all)
+	c, err := checker.Select(r, names, all)
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{o: so, mo: o, acc: map[string]*collector{}, stats: map[string]map[string]int64{},
+	s := &Stream{o: so, mo: o, sel: c, acc: map[string]*checker.Collector{}, stats: map[string]map[string]int64{},
 		ops: map[int64]*opInfo{}, leases: map[leaseKey]*leaseInfo{}, holds: map[int][]*leaseInfo{}, pairs: newPairer(),
 		open: map[int64]openOp{}, acqAt: map[string]int64{},
 		nonlin: map[string]bool{}, stuck: map[string]stuckRef{}, first: true, ownFrom: math.MinInt64}
-	s.sev = c.sev
-	set := newSettings([]Option{MaxAnomalies(o.MaxAnomalies)})
 	for _, x := range c.Checkers() {
 		s.order = append(s.order, x.Name())
-		s.acc[x.Name()] = newCollector(x.Name(), set)
-		if w, ok := x.(Windowed); ok {
+		s.acc[x.Name()] = checker.NewCollector(x.Name(), o.MaxAnomalies)
+		if w, ok := x.(checker.Windowed); ok {
 			s.judges = append(s.judges, namedJudge{x.Name(), w.Start()})
 		} else {
 			s.whole = append(s.whole, x)
@@ -168,7 +139,7 @@ func NewStream(r *Registry, names []string, o MutexOptions, so StreamOptions) (*
 }
 
 // Unbounded names the checkers that judge the whole history at once (they
-// implement Checker only): for them the stream keeps every event until
+// implement checker.Checker only): for them the stream keeps every event until
 // Close, so its memory grows with the history.
 func (s *Stream) Unbounded() []string {
 	out := make([]string, len(s.whole))
@@ -316,13 +287,13 @@ func (s *Stream) step(ctx context.Context, final bool) {
 			s.push(history.Event{Time: s.last, Type: history.Info, Op: history.FaultStep, Index: -1})
 		}
 	}
-	w := &Window{Run: s.run, Ops: s.pairs.take(final, s.last), Later: later, Infos: s.infos,
+	w := &checker.Window{Run: s.run, Ops: s.pairs.take(final, s.last), Later: later, Infos: s.infos,
 		OwnFrom: ownFrom, OwnTo: ownTo, Final: final}
 	w.Events = &history.History{Run: s.run, Events: s.window(cutoff)}
-	w.inflight = s.inflight()
+	w.SetInflight(s.inflight())
 	s.infos = nil
 	s.nWindows++
-	results := make([]Result, len(s.judges))
+	results := make([]checker.Result, len(s.judges))
 	var wg sync.WaitGroup
 	for i, j := range s.judges {
 		wg.Go(func() { results[i] = j.j.Judge(ctx, w) })
@@ -346,16 +317,16 @@ func (s *Stream) step(ctx context.Context, final bool) {
 // merge folds a window's result into the stream's result of that checker:
 // each anomaly the judge returned, but for a nonlinearizable key already
 // reported and the parts of a stuck stretch reported before.
-func (s *Stream) merge(r Result, ownFrom int64) {
+func (s *Stream) merge(r checker.Result, ownFrom int64) {
 	c := s.acc[r.Checker]
 	if c == nil {
 		return
 	}
 	for _, a := range r.Anomalies {
-		if s.joined(c, a, ownFrom) || a.joinOnly {
+		if s.joined(c, a, ownFrom) || a.JoinOnly() {
 			continue
 		}
-		if a.Kind == KindNonlinearizable {
+		if a.Kind == checker.KindNonlinearizable {
 			// One per key, as a check of the whole history reports.
 			if len(a.Keys) > 0 && s.nonlin[a.Keys[0]] {
 				continue
@@ -366,8 +337,8 @@ func (s *Stream) merge(r Result, ownFrom int64) {
 		}
 		s.accept(c, a)
 	}
-	if r.Error != "" && c.res.Error == "" {
-		c.fail(r.Error)
+	if r.Error != "" {
+		c.Fail(r.Error)
 	}
 	st := s.stats[r.Checker]
 	if st == nil {
@@ -382,63 +353,63 @@ func (s *Stream) merge(r Result, ownFrom int64) {
 // joined reports whether a belongs to a stuck stretch an earlier window
 // reported already, cut at that window's end: a later part of it is
 // joined to that anomaly, and a failed acquire inside it is part of it.
-func (s *Stream) joined(c *collector, a Anomaly, ownFrom int64) bool {
-	if len(a.Keys) != 1 || a.Kind != KindStuckLock && a.Kind != KindSpuriousFailure {
+func (s *Stream) joined(c *checker.Collector, a checker.Anomaly, ownFrom int64) bool {
+	if len(a.Keys) != 1 || a.Kind != checker.KindStuckLock && a.Kind != checker.KindSpuriousFailure {
 		return false
 	}
 	ref, ok := s.stuck[a.Keys[0]]
 	if !ok || ref.c != c {
 		return false
 	}
-	prev := &c.res.Anomalies[ref.i]
+	prev := c.Listed(ref.i)
 	switch {
-	case a.Kind == KindStuckLock && a.StartNS < ownFrom && a.StartNS <= prev.EndNS:
-		prev.extend(a)
+	case a.Kind == checker.KindStuckLock && a.StartNS < ownFrom && a.StartNS <= prev.EndNS:
+		c.Extend(ref.i, a)
 		return true
-	case a.Kind == KindSpuriousFailure && a.StartNS >= prev.StartNS && a.EndNS <= prev.EndNS:
+	case a.Kind == checker.KindSpuriousFailure && a.StartNS >= prev.StartNS && a.EndNS <= prev.EndNS:
 		return true
 	}
 	return false
 }
 
-func (s *Stream) accept(c *collector, a Anomaly) {
+// accept lists a, a window's own anomaly, and tells OnAnomaly; one that
+// a stall of the harness explains is listed apart.
+func (s *Stream) accept(c *checker.Collector, a checker.Anomaly) {
 	if st, ok := s.stalledBy(a); ok {
 		s.stalled(c, a, st)
 		return
 	}
-	n := len(c.res.Anomalies)
-	c.add(a)
-	if a.Kind == KindStuckLock && a.stuck != nil && len(a.Keys) == 1 && len(c.res.Anomalies) > n {
-		s.stuck[a.Keys[0]] = stuckRef{c, n}
+	if i := c.Add(a); i >= 0 && a.Joinable() && len(a.Keys) == 1 {
+		s.stuck[a.Keys[0]] = stuckRef{c, i}
 	}
 	s.found.Add(1)
-	if s.sev.of(a.Kind) == SeveritySafety {
+	if s.sel.SeverityOf(a.Kind) == checker.SeveritySafety {
 		s.safety.Add(1)
 	}
 	if s.o.OnAnomaly != nil {
-		a.Severity = s.sev.of(a.Kind)
+		a.Severity = s.sel.SeverityOf(a.Kind)
 		s.o.OnAnomaly(a)
 	}
 }
 
 // Close checks what is left, runs the whole-history checkers, and returns
-// the report, as Composite.Report would for the whole history.
-func (s *Stream) Close(ctx context.Context) Report {
+// the report, as checker.Composite.Report would for the whole history.
+func (s *Stream) Close(ctx context.Context) checker.Report {
 	if !s.closed {
 		s.step(ctx, true)
 		s.closed = true
 		if len(s.whole) > 0 {
 			h := &history.History{Run: s.run, Events: s.allEvs}
-			for _, r := range Compose(s.whole...).Report(ctx, h).Results {
+			for _, r := range checker.Compose(s.whole...).Report(ctx, h).Results {
 				s.merge(r, math.MinInt64)
 			}
 			s.allEvs = nil
 		}
 		s.buf, s.ops, s.leases = nil, nil, nil
 	}
-	results := make([]Result, 0, len(s.order))
+	results := make([]checker.Result, 0, len(s.order))
 	for _, name := range s.order {
-		r := s.acc[name].result()
+		r := s.acc[name].Result()
 		r.Stats = map[string]int64{}
 		for k, v := range s.stats[name] {
 			r.Stats[k] = v
@@ -450,15 +421,15 @@ func (s *Stream) Close(ctx context.Context) Report {
 		results[0].Stats["stream.windows"] = s.nWindows
 		results[0].Stats["stream.max_window_ops"] = s.maxOps
 	}
-	rep := Fold(results...)
+	rep := checker.Fold(results...)
 	if s.nStalled > 0 {
 		rep.Notes = append(rep.Notes, s.stallNote())
 	}
 	for _, name := range s.Unbounded() {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("memory not bounded: checker %s judges the whole history at once, so every event was kept for it", name))
 	}
-	s.sev.apply(&rep)
-	rep.requireEvidence(&s.ev)
+	s.sel.ApplySeverities(&rep)
+	requireEvidence(&rep, &s.ev)
 	return rep
 }
 

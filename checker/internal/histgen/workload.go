@@ -1,4 +1,4 @@
-package checker
+package histgen
 
 import (
 	"fmt"
@@ -9,26 +9,29 @@ import (
 	"github.com/locktorture/locktorture/history"
 )
 
-// wlOptions shape a simulated run of one of the resource workloads (batch,
+// Simulated runs of the resource workloads: batch, stock, fenced,
+// reentrant.
+
+// WorkloadOptions shape a simulated run of one of the resource workloads (batch,
 // stock, fenced, reentrant): clients take turns at their keys, or with
 // probability chaos act as if they held them whatever the others do, and
 // now and then an operation takes several TTLs to return (a paused client),
 // so that what a window cannot settle alone crosses many cuts.
-type wlOptions struct {
-	workload string
-	clients  int
-	ops      int
-	ttl      int64 // ms
-	seed     int64
-	chaos    float64 // probability that a client ignores the others
-	unknown  float64
-	slow     float64 // probability that an operation takes up to 4 TTLs
+type WorkloadOptions struct {
+	Workload string
+	Clients  int
+	Ops      int
+	TTL      int64 // ms
+	Seed     int64
+	Chaos    float64 // probability that a client ignores the others
+	Unknown  float64
+	Slow     float64 // probability that an operation takes up to 4 TTLs
 }
 
 // wlGen lays out the operations of the simulated clients.
 type wlGen struct {
-	o     wlOptions
-	b     *builder
+	o     WorkloadOptions
+	b     *Builder
 	rng   *rand.Rand
 	now   []int64 // per client: when it calls next
 	proc  []int
@@ -37,12 +40,12 @@ type wlGen struct {
 	free  map[string]int64 // per key: when its current turn ends
 }
 
-func newWLGen(t testing.TB, o wlOptions) *wlGen {
-	b := newBuilder(t, o.ttl)
-	b.run.Clients = o.clients
-	b.run.Workload = o.workload
-	g := &wlGen{o: o, b: b, rng: rand.New(rand.NewSource(o.seed)), now: make([]int64, o.clients),
-		proc: make([]int, o.clients), free: map[string]int64{}}
+func newWLGen(t testing.TB, o WorkloadOptions) *wlGen {
+	b := NewBuilder(t, o.TTL)
+	b.Run.Clients = o.Clients
+	b.Run.Workload = o.Workload
+	g := &wlGen{o: o, b: b, rng: rand.New(rand.NewSource(o.Seed)), now: make([]int64, o.Clients),
+		proc: make([]int, o.Clients), free: map[string]int64{}}
 	for i := range g.proc {
 		g.procs++
 		g.proc[i] = g.procs
@@ -54,48 +57,48 @@ func newWLGen(t testing.TB, o wlOptions) *wlGen {
 // turn starts client c's turn at key: it waits for the key unless it is
 // one of the chaotic, and holds it for about hold.
 func (g *wlGen) turn(c int, key string, hold int64) {
-	if g.rng.Float64() >= g.o.chaos && g.free[key] > g.now[c] {
+	if g.rng.Float64() >= g.o.Chaos && g.free[key] > g.now[c] {
 		g.now[c] = g.free[key]
 	}
 	g.free[key] = max(g.free[key], g.now[c]+hold)
 }
 
 // op records one operation of client c from now on and moves c past it;
-// st "" is drawn: unknown with probability o.unknown, else ok.
-func (g *wlGen) op(c int, s spec, fence int64) history.Type {
+// st "" is drawn: unknown with probability o.Unknown, else ok.
+func (g *wlGen) op(c int, s Spec, fence int64) history.Type {
 	lat := 20e3 + g.rng.Int63n(300e3)
-	if g.rng.Float64() < g.o.slow {
-		lat = g.rng.Int63n(4 * g.o.ttl * 1e6)
+	if g.rng.Float64() < g.o.Slow {
+		lat = g.rng.Int63n(4 * g.o.TTL * 1e6)
 	}
-	if s.status == "" {
-		s.status = history.OK
-		if g.rng.Float64() < g.o.unknown {
-			s.status = history.Unknown
+	if s.Status == "" {
+		s.Status = history.OK
+		if g.rng.Float64() < g.o.Unknown {
+			s.Status = history.Unknown
 		}
 	}
 	switch {
-	case s.op != history.Release:
-	case s.status != history.OK:
-		s.deleted = nil
-	case s.deleted == nil:
-		s.deleted = history.Bool(s.value != nil && *s.value <= 0)
+	case s.Op != history.Release:
+	case s.Status != history.OK:
+		s.Deleted = nil
+	case s.Deleted == nil:
+		s.Deleted = history.Bool(s.Value != nil && *s.Value <= 0)
 	}
-	s.client, s.call, s.ret = c, g.now[c], g.now[c]+lat
-	if s.proc == 0 {
-		s.proc = g.proc[c]
+	s.Client, s.Call, s.Ret = c, g.now[c], g.now[c]+lat
+	if s.Proc == 0 {
+		s.Proc = g.proc[c]
 	}
-	g.b.add(s)
+	g.b.Add(s)
 	if fence != 0 {
-		n := len(g.b.events)
-		g.b.events[n-2].Fence, g.b.events[n-1].Fence = fence, fence
+		n := len(g.b.Events)
+		g.b.Events[n-2].Fence, g.b.Events[n-1].Fence = fence, fence
 	}
 	g.n++
-	g.now[c] = s.ret + g.rng.Int63n(500e3)
-	if s.status == history.Unknown && s.proc == g.proc[c] {
+	g.now[c] = s.Ret + g.rng.Int63n(500e3)
+	if s.Status == history.Unknown && s.Proc == g.proc[c] {
 		g.procs++
 		g.proc[c] = g.procs
 	}
-	return s.status
+	return s.Status
 }
 
 // next picks the client whose next call comes first.
@@ -109,10 +112,10 @@ func (g *wlGen) next() int {
 	return c
 }
 
-// genWorkload simulates o.workload and returns its history.
-func genWorkload(t testing.TB, o wlOptions) *history.History {
+// Workload simulates o.Workload and returns its history.
+func Workload(t testing.TB, o WorkloadOptions) *history.History {
 	g := newWLGen(t, o)
-	switch o.workload {
+	switch o.Workload {
 	case "batch":
 		genBatch(g)
 	case "stock":
@@ -122,13 +125,13 @@ func genWorkload(t testing.TB, o wlOptions) *history.History {
 	case "reentrant":
 		genReentrant(g)
 	case "reentrant-token":
-		g.b.run.Workload = "reentrant"
+		g.b.Run.Workload = "reentrant"
 		genNestedToken(g)
 	default:
-		t.Fatalf("no generator for %q", o.workload)
+		t.Fatalf("no generator for %q", o.Workload)
 	}
 	g.seqByApply()
-	return g.b.build()
+	return g.b.Build()
 }
 
 // seqByApply numbers the resource's operations per key in the order it
@@ -142,8 +145,8 @@ func (g *wlGen) seqByApply() {
 	}
 	call := map[int64]int64{}
 	var done []applied
-	for i := range g.b.events {
-		e := &g.b.events[i]
+	for i := range g.b.Events {
+		e := &g.b.Events[i]
 		switch {
 		case e.Type == history.Invoke:
 			call[e.ID] = e.Time
@@ -164,7 +167,7 @@ func (g *wlGen) seqByApply() {
 func genBatch(g *wlGen) {
 	next := map[string]int64{}
 	pending := map[string][]int64{}
-	for g.n < g.o.ops {
+	for g.n < g.o.Ops {
 		c := g.next()
 		key := fmt.Sprintf("q:%d", g.rng.Intn(2))
 		g.turn(c, key, 2e6)
@@ -173,11 +176,11 @@ func genBatch(g *wlGen) {
 			pending[key] = append(pending[key], next[key])
 		}
 		tasks := append([]int64(nil), pending[key][:3]...)
-		if g.rng.Float64() >= g.o.chaos {
+		if g.rng.Float64() >= g.o.Chaos {
 			pending[key] = pending[key][3:]
 		}
 		for _, id := range tasks {
-			g.op(c, spec{op: history.Enqueue, key: key, value: history.Int64(id), seq: 1, status: history.OK}, 0)
+			g.op(c, Spec{Op: history.Enqueue, Key: key, Value: history.Int64(id), Seq: 1, Status: history.OK}, 0)
 		}
 	}
 }
@@ -191,19 +194,19 @@ func genStock(g *wlGen) {
 	round := map[int]int{}
 	stock := map[string]int{}
 	bought := map[string]map[int64]bool{}
-	for g.n < g.o.ops {
+	for g.n < g.o.Ops {
 		c := g.next()
 		item := g.rng.Intn(2)
 		sk := fmt.Sprintf("sale:%d:%d", item, round[item])
 		if _, ok := stock[sk]; !ok {
 			stock[sk] = units
 			bought[sk] = map[int64]bool{}
-			g.op(c, spec{op: history.Restock, key: sk, value: history.Int64(units), status: history.OK}, 0)
+			g.op(c, Spec{Op: history.Restock, Key: sk, Value: history.Int64(units), Status: history.OK}, 0)
 			continue
 		}
 		g.turn(c, sk, 1e6)
 		user := int64(1 + g.rng.Intn(users))
-		chaotic := g.rng.Float64() < g.o.chaos
+		chaotic := g.rng.Float64() < g.o.Chaos
 		st := history.Fail
 		switch {
 		case chaotic || stock[sk] > 0 && !bought[sk][user]:
@@ -213,7 +216,7 @@ func genStock(g *wlGen) {
 		case stock[sk] <= 0:
 			round[item]++
 		}
-		g.op(c, spec{op: history.Buy, key: sk, value: history.Int64(user), status: st}, 0)
+		g.op(c, Spec{Op: history.Buy, Key: sk, Value: history.Int64(user), Status: st}, 0)
 	}
 }
 
@@ -223,32 +226,32 @@ func genStock(g *wlGen) {
 func genFenced(g *wlGen) {
 	token := map[string]int64{}
 	counter := map[string]int64{}
-	for g.n < g.o.ops {
+	for g.n < g.o.Ops {
 		c := g.next()
 		n := g.rng.Intn(2)
 		key, lock := fmt.Sprintf("res:%d", n), fmt.Sprintf("lock:%d", n)
 		g.turn(c, key, 2e6)
 		token[lock]++
 		f := token[lock]
-		if g.rng.Float64() < g.o.chaos/4 {
+		if g.rng.Float64() < g.o.Chaos/4 {
 			f = max(1, f-2)
 		}
 		lease := fmt.Sprintf("c%d-%d", c, g.n)
-		if g.op(c, spec{op: history.Acquire, key: lock, lease: lease, ttl: g.o.ttl, status: history.OK}, f) != history.OK {
+		if g.op(c, Spec{Op: history.Acquire, Key: lock, Lease: lease, TTL: g.o.TTL, Status: history.OK}, f) != history.OK {
 			continue
 		}
 		v := counter[key]
-		if g.op(c, spec{op: history.Read, key: key, value: history.Int64(v), seq: 1}, f) != history.OK {
+		if g.op(c, Spec{Op: history.Read, Key: key, Value: history.Int64(v), Seq: 1}, f) != history.OK {
 			continue
 		}
 		st := history.Type("")
 		if g.rng.Float64() < 0.1 {
 			st = history.Fail
 		}
-		if g.op(c, spec{op: history.Write, key: key, value: history.Int64(v + 1), seq: 1, status: st}, f) == history.OK {
+		if g.op(c, Spec{Op: history.Write, Key: key, Value: history.Int64(v + 1), Seq: 1, Status: st}, f) == history.OK {
 			counter[key] = v + 1
 		}
-		g.op(c, spec{op: history.Release, key: lock, lease: lease, status: history.OK, deleted: history.Bool(true)}, 0)
+		g.op(c, Spec{Op: history.Release, Key: lock, Lease: lease, Status: history.OK, Deleted: history.Bool(true)}, 0)
 	}
 }
 
@@ -259,47 +262,47 @@ func genFenced(g *wlGen) {
 // meanwhile, are refused. Nested and outer release follow, the nested one
 // deleting the key.
 func genNestedToken(g *wlGen) {
-	ttl := g.o.ttl * 1e6
-	for g.n < g.o.ops {
+	ttl := g.o.TTL * 1e6
+	for g.n < g.o.Ops {
 		c := g.next()
 		key := fmt.Sprintf("lock:%d", g.rng.Intn(2))
 		if g.free[key] > g.now[c] && g.rng.Intn(2) == 0 {
 			// Refused, having looked all along its call.
-			g.op(c, spec{op: history.Acquire, key: key, ttl: g.o.ttl, status: history.Fail}, 0)
+			g.op(c, Spec{Op: history.Acquire, Key: key, TTL: g.o.TTL, Status: history.Fail}, 0)
 			g.tried()
 			continue
 		}
 		g.turn(c, key, ttl+3e6)
 		outer := fmt.Sprintf("t%d", g.n)
-		if g.op(c, spec{op: history.Acquire, key: key, lease: outer, ttl: g.o.ttl}, 0) != history.OK {
+		if g.op(c, Spec{Op: history.Acquire, Key: key, Lease: outer, TTL: g.o.TTL}, 0) != history.OK {
 			continue
 		}
 		// The nested acquire returns once the outer lease ran out.
 		g.now[c] = max(g.now[c], g.now[c]-g.rng.Int63n(2e6)+ttl)
 		inner := outer + "-nested"
-		st := g.op(c, spec{op: history.NestedAcquire, key: key, lease: outer, ttl: g.o.ttl}, 0)
+		st := g.op(c, Spec{Op: history.NestedAcquire, Key: key, Lease: outer, TTL: g.o.TTL}, 0)
 		if st == history.OK || st == history.Unknown {
-			g.b.events[len(g.b.events)-1].Lease = inner
+			g.b.Events[len(g.b.Events)-1].Lease = inner
 		}
 		if st != history.OK {
 			continue
 		}
 		if g.rng.Intn(2) == 0 {
-			g.op(c, spec{op: history.Refresh, key: key, lease: inner, ttl: g.o.ttl}, 0)
+			g.op(c, Spec{Op: history.Refresh, Key: key, Lease: inner, TTL: g.o.TTL}, 0)
 		}
-		if g.op(c, spec{op: history.NestedRelease, key: key, lease: inner, deleted: history.Bool(true)}, 0) != history.OK {
-			g.b.events[len(g.b.events)-1].Deleted = nil
+		if g.op(c, Spec{Op: history.NestedRelease, Key: key, Lease: inner, Deleted: history.Bool(true)}, 0) != history.OK {
+			g.b.Events[len(g.b.Events)-1].Deleted = nil
 			continue
 		}
-		g.op(c, spec{op: history.Release, key: key, lease: outer, deleted: history.Bool(false)}, 0)
+		g.op(c, Spec{Op: history.Release, Key: key, Lease: outer, Deleted: history.Bool(false)}, 0)
 	}
 }
 
 // tried records, on the acquire just added, attempts every half
 // millisecond of its call, as a lock that looked all along would.
 func (g *wlGen) tried() {
-	done := &g.b.events[len(g.b.events)-1]
-	call := g.b.events[len(g.b.events)-2].Time
+	done := &g.b.Events[len(g.b.Events)-1]
+	call := g.b.Events[len(g.b.Events)-2].Time
 	for at := int64(0); at+100 <= (done.Time-call)/1000; at += 500 {
 		done.Tries = append(done.Tries, [2]int64{at, at + 100})
 	}
@@ -310,21 +313,21 @@ func (g *wlGen) tried() {
 // watchdog, and release twice; a count may come out one off (a replayed
 // increment, a lost decrement).
 func genReentrant(g *wlGen) {
-	dogs := make([]int, g.o.clients)
-	for g.n < g.o.ops {
+	dogs := make([]int, g.o.Clients)
+	for g.n < g.o.Ops {
 		c := g.next()
 		key := fmt.Sprintf("lock:%d", g.rng.Intn(2))
 		g.turn(c, key, 3e6)
 		owner := fmt.Sprintf("c%d", c)
 		n := int64(g.n)
 		off := func(d int64) int64 {
-			if g.rng.Float64() < g.o.chaos/3 {
+			if g.rng.Float64() < g.o.Chaos/3 {
 				return d + int64(g.rng.Intn(3)) - 1
 			}
 			return d
 		}
 		lease := func(d int64) string { return history.ReentrantLease(owner, n, max(d, 1)) }
-		if g.op(c, spec{op: history.Acquire, key: key, lease: lease(off(1)), ttl: g.o.ttl}, 0) != history.OK {
+		if g.op(c, Spec{Op: history.Acquire, Key: key, Lease: lease(off(1)), TTL: g.o.TTL}, 0) != history.OK {
 			continue
 		}
 		if g.rng.Intn(2) == 0 {
@@ -332,20 +335,20 @@ func genReentrant(g *wlGen) {
 				g.procs++
 				dogs[c] = g.procs
 			}
-			g.op(c, spec{op: history.Refresh, proc: dogs[c], key: key, lease: lease(1), ttl: g.o.ttl, status: history.OK}, 0)
+			g.op(c, Spec{Op: history.Refresh, Proc: dogs[c], Key: key, Lease: lease(1), TTL: g.o.TTL, Status: history.OK}, 0)
 		}
 		// The invocation names the owner, as the workload does; the
 		// completion the acquisition and depth the lock reported.
-		st := g.op(c, spec{op: history.NestedAcquire, key: key, lease: owner, ttl: g.o.ttl}, 0)
+		st := g.op(c, Spec{Op: history.NestedAcquire, Key: key, Lease: owner, TTL: g.o.TTL}, 0)
 		if st != history.Fail {
-			g.b.events[len(g.b.events)-1].Lease = lease(off(2))
+			g.b.Events[len(g.b.Events)-1].Lease = lease(off(2))
 		}
 		if st != history.OK {
 			continue
 		}
-		if g.op(c, spec{op: history.NestedRelease, key: key, lease: lease(2), value: history.Int64(off(1))}, 0) != history.OK {
+		if g.op(c, Spec{Op: history.NestedRelease, Key: key, Lease: lease(2), Value: history.Int64(off(1))}, 0) != history.OK {
 			continue
 		}
-		g.op(c, spec{op: history.Release, key: key, lease: lease(1), value: history.Int64(off(0))}, 0)
+		g.op(c, Spec{Op: history.Release, Key: key, Lease: lease(1), Value: history.Int64(off(0))}, 0)
 	}
 }

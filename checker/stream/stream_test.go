@@ -1,4 +1,4 @@
-package checker
+package stream
 
 import (
 	"context"
@@ -11,19 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/history"
 )
 
+// The stream against the whole-history check: the same verdict and the
+// same anomalies on generated histories of every shape, cut into windows
+// of every size, with counts exact past the list's cap.
+
 // streamReport checks h through a Stream with the given window sizes.
-func streamReport(t testing.TB, h *history.History, reach, back, win time.Duration, onAnomaly func(Anomaly)) (Report, *Stream) {
+func streamReport(t testing.TB, h *history.History, reach, back, win time.Duration, onAnomaly func(checker.Anomaly)) (checker.Report, *Stream) {
 	t.Helper()
-	return streamReportMax(t, h, StreamOptions{Reach: reach, Back: back, Window: win, OnAnomaly: onAnomaly})
+	return streamReportMax(t, h, Options{Reach: reach, Back: back, Window: win, OnAnomaly: onAnomaly})
 }
 
 // streamReportMax checks h through a Stream with options o.
-func streamReportMax(t testing.TB, h *history.History, o StreamOptions) (Report, *Stream) {
+func streamReportMax(t testing.TB, h *history.History, o Options) (checker.Report, *Stream) {
 	t.Helper()
-	s, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: -1}, o)
+	s, err := New(checker.Builtin(), nil, checker.MutexOptions{MaxAnomalies: -1}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +45,7 @@ func streamReportMax(t testing.TB, h *history.History, o StreamOptions) (Report,
 
 // tally counts anomalies by kind and class, the part of a verdict that
 // windows must reproduce exactly.
-func tally(r Report) map[string]int {
+func tally(r checker.Report) map[string]int {
 	out := map[string]int{}
 	for _, a := range r.Anomalies {
 		out[string(a.Kind)+"/"+string(a.Class)]++
@@ -61,7 +67,7 @@ func sameTally(a, b map[string]int) bool {
 
 // startTimes lists the anomalies' kinds and starts, to show where the two
 // checks disagree.
-func startTimes(r Report) string {
+func startTimes(r checker.Report) string {
 	var s []string
 	for _, a := range r.Anomalies {
 		s = append(s, fmt.Sprintf("%s/%s@%s", a.Kind, a.Class, fmtTime(a.StartNS)))
@@ -78,7 +84,7 @@ func startTimes(r Report) string {
 // outcomes span many cuts.
 func TestStreamAgreesWithWholeHistory(t *testing.T) {
 	var mu sync.Mutex
-	verdicts := map[Verdict]int{}
+	verdicts := map[checker.Verdict]int{}
 	windows := int64(0)
 	// The seeds in as many parts as there are cores, side by side.
 	parts := int64(runtime.GOMAXPROCS(0))
@@ -97,7 +103,7 @@ func TestStreamAgreesWithWholeHistory(t *testing.T) {
 		}
 	})
 	t.Logf("verdicts %v, %d windows", verdicts, windows)
-	if verdicts[Invalid] < 20 || verdicts[Valid] < 20 {
+	if verdicts[checker.Invalid] < 20 || verdicts[checker.Valid] < 20 {
 		t.Fatalf("the histories do not exercise both verdicts: %v", verdicts)
 	}
 }
@@ -105,24 +111,24 @@ func TestStreamAgreesWithWholeHistory(t *testing.T) {
 // streamAgreesOn generates the mutex history of seed, checks it whole and
 // through streams of six window shapes, fails t where they disagree, and
 // returns the whole check's verdict and the windows the streams cut.
-func streamAgreesOn(t *testing.T, seed int64) (Verdict, int64) {
+func streamAgreesOn(t *testing.T, seed int64) (checker.Verdict, int64) {
 	ctx := context.Background()
 	windows := int64(0)
 	r := rand.New(rand.NewSource(seed))
-	o := genOptions{clients: 2 + r.Intn(7), ops: 150 + r.Intn(450), ttl: int64(10 + r.Intn(60)), seed: seed,
-		unknown: r.Float64() * 0.1, orphan: r.Float64(), refresh: r.Intn(2) == 0}
+	o := histgen.MutexOptions{Clients: 2 + r.Intn(7), Ops: 150 + r.Intn(450), TTL: int64(10 + r.Intn(60)), Seed: seed,
+		Unknown: r.Float64() * 0.1, Orphan: r.Float64(), Refresh: r.Intn(2) == 0}
 	if r.Intn(3) == 0 {
-		o.overrun = r.Float64() * 0.2
+		o.Overrun = r.Float64() * 0.2
 	}
 	if r.Intn(3) == 0 {
-		o.violate = r.Float64() * 0.2
+		o.Violate = r.Float64() * 0.2
 	}
-	h := genMutex(t, o)
-	want := Compose(mustSelect(t)...).Report(ctx, h)
-	ttl := time.Duration(o.ttl) * time.Millisecond
+	h := histgen.Mutex(t, o)
+	want := checker.Compose(mustSelect(t)...).Report(ctx, h)
+	ttl := time.Duration(o.TTL) * time.Millisecond
 	// The last two close own parts by count, every few dozen events,
 	// long before their time is up.
-	for _, sz := range []StreamOptions{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {Window: 8 * ttl},
+	for _, sz := range []Options{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {Window: 8 * ttl},
 		{MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
 		got, s := streamReportMax(t, h, sz)
 		windows += s.nWindows
@@ -134,8 +140,8 @@ func streamAgreesOn(t *testing.T, seed int64) (Verdict, int64) {
 	return want.Verdict, windows
 }
 
-func mustSelect(t testing.TB) []Checker {
-	c, err := Select(Builtin(), nil, MutexOptions{MaxAnomalies: -1})
+func mustSelect(t testing.TB) []checker.Checker {
+	c, err := checker.Select(checker.Builtin(), nil, checker.MutexOptions{MaxAnomalies: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,19 +154,19 @@ func TestStreamBatchSizesWindows(t *testing.T) {
 	run := &history.RunInfo{Clients: 1, Keys: 1, TTLMillis: 1000}
 	tests := []struct {
 		name    string
-		o       StreamOptions
+		o       Options
 		wantWin int64
 	}{
-		{"default: one reach", StreamOptions{}, 4e9},
-		{"batch 1", StreamOptions{Batch: 1}, 4e9},
-		{"batch 2", StreamOptions{Batch: 2}, 8e9},
-		{"batch of a set reach", StreamOptions{Batch: 3, Reach: time.Second}, 3e9},
-		{"window wins", StreamOptions{Batch: 3, Window: 500 * time.Millisecond}, 5e8},
-		{"negative batch", StreamOptions{Batch: -2}, 4e9},
+		{"default: one reach", Options{}, 4e9},
+		{"batch 1", Options{Batch: 1}, 4e9},
+		{"batch 2", Options{Batch: 2}, 8e9},
+		{"batch of a set reach", Options{Batch: 3, Reach: time.Second}, 3e9},
+		{"window wins", Options{Batch: 3, Window: 500 * time.Millisecond}, 5e8},
+		{"negative batch", Options{Batch: -2}, 4e9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStream(Builtin(), nil, MutexOptions{}, tt.o)
+			s, err := New(checker.Builtin(), nil, checker.MutexOptions{}, tt.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,13 +187,13 @@ func TestStreamCountsPastTheListCap(t *testing.T) {
 	ctx := context.Background()
 	over := 0
 	for seed := int64(1); seed <= 20; seed++ {
-		o := genOptions{clients: 6, ops: 600, ttl: 20, seed: seed, overrun: 0.3, violate: 0.3, unknown: 0.05}
-		h := genMutex(t, o)
-		want := Compose(mustSelect(t)...).Report(ctx, h)
-		ttl := time.Duration(o.ttl) * time.Millisecond
+		o := histgen.MutexOptions{Clients: 6, Ops: 600, TTL: 20, Seed: seed, Overrun: 0.3, Violate: 0.3, Unknown: 0.05}
+		h := histgen.Mutex(t, o)
+		want := checker.Compose(mustSelect(t)...).Report(ctx, h)
+		ttl := time.Duration(o.TTL) * time.Millisecond
 		for _, limit := range []int{0, 3} {
-			for _, so := range []StreamOptions{{}, {Batch: 4}, {Window: 20 * ttl}} {
-				s, err := NewStream(Builtin(), nil, MutexOptions{MaxAnomalies: limit}, so)
+			for _, so := range []Options{{}, {Batch: 4}, {Window: 20 * ttl}} {
+				s, err := New(checker.Builtin(), nil, checker.MutexOptions{MaxAnomalies: limit}, so)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,7 +224,7 @@ func TestStreamCountsPastTheListCap(t *testing.T) {
 	}
 }
 
-func sumKind(t map[string]int, k Kind) int {
+func sumKind(t map[string]int, k checker.Kind) int {
 	n := 0
 	for kc, v := range t {
 		if strings.HasPrefix(kc, string(k)+"/") {
@@ -249,29 +255,29 @@ func TestStreamAgreesOnWorkloads(t *testing.T) {
 	for _, wl := range []string{"batch", "stock", "fenced", "reentrant", "reentrant-token"} {
 		t.Run(wl, func(t *testing.T) {
 			t.Parallel()
-			found := map[Verdict]int{}
+			found := map[checker.Verdict]int{}
 			for seed := int64(1); seed <= 40; seed++ {
 				r := rand.New(rand.NewSource(seed))
-				o := wlOptions{workload: wl, clients: 2 + r.Intn(6), ops: 100 + r.Intn(300), ttl: int64(10 + r.Intn(40)), seed: seed,
-					unknown: r.Float64() * 0.05, slow: r.Float64() * 0.05}
+				o := histgen.WorkloadOptions{Workload: wl, Clients: 2 + r.Intn(6), Ops: 100 + r.Intn(300), TTL: int64(10 + r.Intn(40)), Seed: seed,
+					Unknown: r.Float64() * 0.05, Slow: r.Float64() * 0.05}
 				if r.Intn(2) == 0 {
-					o.chaos = r.Float64() * 0.3
+					o.Chaos = r.Float64() * 0.3
 				}
-				h := genWorkload(t, o)
+				h := histgen.Workload(t, o)
 				names := checkers[wl]
-				want := map[string]Result{}
+				want := map[string]checker.Result{}
 				for _, n := range names {
-					e, err := Builtin().Get(n)
+					e, err := checker.Builtin().Get(n)
 					if err != nil {
 						t.Fatal(err)
 					}
-					res := e.New(MutexOptions{MaxAnomalies: -1}).Check(ctx, h)
+					res := e.New(checker.MutexOptions{MaxAnomalies: -1}).Check(ctx, h)
 					want[n] = res
 					found[res.Verdict]++
 				}
-				ttl := time.Duration(o.ttl) * time.Millisecond
-				for _, sz := range []StreamOptions{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
-					s, err := NewStream(Builtin(), names, MutexOptions{MaxAnomalies: -1}, sz)
+				ttl := time.Duration(o.TTL) * time.Millisecond
+				for _, sz := range []Options{{}, {Window: ttl}, {Reach: 4 * ttl, Back: 2 * ttl, Window: ttl / 2}, {MaxEvents: 40}, {Window: 8 * ttl, MaxEvents: 97}} {
+					s, err := New(checker.Builtin(), names, checker.MutexOptions{MaxAnomalies: -1}, sz)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -288,7 +294,7 @@ func TestStreamAgreesOnWorkloads(t *testing.T) {
 						if !ok {
 							continue
 						}
-						gt, wt := tally(Report{Anomalies: got.Anomalies}), tally(Report{Anomalies: w.Anomalies})
+						gt, wt := tally(checker.Report{Anomalies: got.Anomalies}), tally(checker.Report{Anomalies: w.Anomalies})
 						if got.Verdict != w.Verdict || !sameTally(gt, wt) {
 							t.Fatalf("seed %d (%+v), window %+v, %s: stream %s %v, whole %s %v",
 								seed, o, sz, got.Checker, got.Verdict, gt, w.Verdict, wt)
@@ -297,7 +303,7 @@ func TestStreamAgreesOnWorkloads(t *testing.T) {
 				}
 			}
 			t.Logf("verdicts %v", found)
-			if found[Invalid] < 10 || found[Valid] < 10 {
+			if found[checker.Invalid] < 10 || found[checker.Valid] < 10 {
 				t.Fatalf("the histories do not exercise both verdicts: %v", found)
 			}
 		})

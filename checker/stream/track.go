@@ -1,4 +1,4 @@
-package checker
+package stream
 
 import (
 	"slices"
@@ -10,6 +10,9 @@ import (
 // to keep, when a window is pruned, every operation a later window may need
 // (the operations of a lease that is still held or may still be alive, and
 // what ended its hold).
+
+// forever stands for "no end" in lease arithmetic, as in the checkers.
+const forever = history.Never
 
 type leaseKey struct{ key, lease string }
 
@@ -104,7 +107,7 @@ func (s *Stream) trackDone(e history.Event) {
 	o.done, o.last = true, e.Time
 	if e.Op == history.Acquire || e.Op == history.NestedAcquire {
 		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
-		if e.Type == history.OK && s.cut != nil && (e.Op == history.Acquire || o.lease == nil || !sameOwner(o.lease.key.lease, e.Lease)) {
+		if e.Type == history.OK && s.cut != nil && (e.Op == history.Acquire || o.lease == nil || !history.SameOwner(o.lease.key.lease, e.Lease)) {
 			s.cut.held(e.Key, e.Time)
 		}
 	}
@@ -120,11 +123,12 @@ func (s *Stream) trackDone(e history.Event) {
 	}
 	l := o.lease
 	fresh := e.Op == history.NestedAcquire && e.Type != history.Fail && e.Lease != "" &&
-		(l == nil || !sameOwner(l.key.lease, e.Lease))
+		(l == nil || !history.SameOwner(l.key.lease, e.Lease))
 	if fresh && l != nil {
 		// A nested acquire that took the key under a token of its own
-		// (see keyIndex.nested) is its lease's, not the outer one's: it
-		// is kept, or not, with the release that deleted it.
+		// (as package checker's index reads it) is its lease's, not the
+		// outer one's: it is kept, or not, with the release that deleted
+		// it.
 		l.open--
 		l.ops = slices.DeleteFunc(l.ops, func(id int64) bool { return id == e.ID })
 		l = nil
@@ -177,6 +181,7 @@ func (s *Stream) letGo(l *leaseInfo, t int64) {
 	}
 }
 
+// sat64 is t+d, or forever if that would pass it.
 func sat64(t, d int64) int64 {
 	if t > forever-d {
 		return forever
@@ -196,13 +201,13 @@ func (s *Stream) lease(key, id string) *leaseInfo {
 
 // heldAcquisition returns the lease held by e's process on e's key that
 // the invocation e belongs with. A release of the same acquisition
-// (history.SameAcquisition) ends that hold and is kept with it, as the
-// index files it (indexer.name). A nested acquire or release of the same
-// owner enters it again: kept with it, it goes when the hold is over,
+// (history.SameAcquisition) ends that hold and is kept with it, as
+// package checker's index files it. A nested acquire or release of the
+// same owner enters it again: kept with it, it goes when the hold is over,
 // while under the owner's name, which the process keeps all its life,
 // what is kept would grow with the run.
 func (s *Stream) heldAcquisition(e history.Event) *leaseInfo {
-	same := sameOwner
+	same := history.SameOwner
 	switch e.Op {
 	case history.Release:
 		same = history.SameAcquisition

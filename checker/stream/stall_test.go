@@ -1,11 +1,15 @@
-package checker
+package stream
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/checker/internal/histgen"
 	"github.com/locktorture/locktorture/history"
 )
+
+// Anomalies a stall of the harness explains, listed apart.
 
 // A double holder that a stall of the harness explains (the holder's lease
 // ran out while the harness stood still, and no fault was injected) is
@@ -14,43 +18,43 @@ import (
 // too short to matter, or with a double holder inside both leases, stays
 // invalid.
 func TestStreamExcusesHarnessStalls(t *testing.T) {
-	stall := func(from, to float64) func(b *builder) {
-		return func(b *builder) {
-			b.events = append(b.events, history.Event{Time: ms(to), Type: history.Info, Op: history.Stall, From: ms(from)})
+	stall := func(from, to float64) func(b *histgen.Builder) {
+		return func(b *histgen.Builder) {
+			b.Events = append(b.Events, history.Event{Time: histgen.MS(to), Type: history.Info, Op: history.Stall, From: histgen.MS(from)})
 		}
 	}
-	none := func(*builder) {}
+	none := func(*histgen.Builder) {}
 	tests := []struct {
 		name    string
 		second  float64 // when client 2's acquire is called
-		extra   func(b *builder)
-		verdict Verdict
+		extra   func(b *histgen.Builder)
+		verdict checker.Verdict
 		stalled bool
 	}{
-		{"stall let the lease run out", 150, stall(20, 240), Valid, true},
-		{"no stall", 150, none, Invalid, false},
-		{"stall during an injected fault", 150, func(b *builder) {
+		{"stall let the lease run out", 150, stall(20, 240), checker.Valid, true},
+		{"no stall", 150, none, checker.Invalid, false},
+		{"stall during an injected fault", 150, func(b *histgen.Builder) {
 			stall(20, 240)(b)
-			b.faultOn("pause-client", "c1", 10, 245)
-		}, Invalid, false},
-		{"stall too short", 150, stall(20, 60), Invalid, false},
-		{"both leases in force", 40, stall(20, 240), Invalid, false},
+			b.FaultOn("pause-client", "c1", 10, 245)
+		}, checker.Invalid, false},
+		{"stall too short", 150, stall(20, 60), checker.Invalid, false},
+		{"both leases in force", 40, stall(20, 240), checker.Invalid, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newBuilder(t, 100)
-			b.acquire(1, 1, "a", 0, 1)
-			b.acquire(2, 2, "b", tt.second, tt.second+1)
-			b.release(2, 2, "b", tt.second+10, tt.second+11, true)
-			b.release(1, 1, "a", 250, 251, false)
+			b := histgen.NewBuilder(t, 100)
+			b.Acquire(1, 1, "a", 0, 1)
+			b.Acquire(2, 2, "b", tt.second, tt.second+1)
+			b.Release(2, 2, "b", tt.second+10, tt.second+11, true)
+			b.Release(1, 1, "a", 250, 251, false)
 			tt.extra(b)
-			rep, _ := streamReportMax(t, b.build(), StreamOptions{})
+			rep, _ := streamReportMax(t, b.Build(), Options{})
 			if rep.Verdict != tt.verdict {
 				t.Fatalf("verdict %s, want %s: %+v", rep.Verdict, tt.verdict, rep.Anomalies)
 			}
-			var dh *Anomaly
+			var dh *checker.Anomaly
 			for i, a := range rep.Anomalies {
-				if a.Kind == KindDoubleHolder {
+				if a.Kind == checker.KindDoubleHolder {
 					dh = &rep.Anomalies[i]
 				}
 			}
@@ -65,7 +69,7 @@ func TestStreamExcusesHarnessStalls(t *testing.T) {
 			if strings.Contains(notes, "harness-stall") != tt.stalled {
 				t.Fatalf("report notes %q", notes)
 			}
-			if tt.stalled && (rep.Count[KindDoubleHolder] != 0 || rep.Stalled[KindDoubleHolder] != 1) {
+			if tt.stalled && (rep.Count[checker.KindDoubleHolder] != 0 || rep.Stalled[checker.KindDoubleHolder] != 1) {
 				t.Fatalf("count %v, stalled %v: the stalled double holder must be counted apart", rep.Count, rep.Stalled)
 			}
 		})

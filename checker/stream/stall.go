@@ -1,8 +1,10 @@
-package checker
+package stream
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -10,7 +12,7 @@ import (
 // clients as a client pause would, but nobody asked for it: a lease that
 // ran out under a holder while the harness stood still is the harness's
 // failure, not the lock's. The stream lists such an anomaly with a note
-// and counts it apart (Result.Stalled), so that it does not make the
+// and counts it apart (checker.Result.Stalled), so that it does not make the
 // verdict, when all of these hold:
 //
 //   - a stall of at least half a TTL (a shorter one leaves a holder with
@@ -34,7 +36,7 @@ func (s *Stream) noteStall(e history.Event) {
 }
 
 // stalledBy returns the stall that explains a, if one does.
-func (s *Stream) stalledBy(a Anomaly) (stallSpan, bool) {
+func (s *Stream) stalledBy(a checker.Anomaly) (stallSpan, bool) {
 	if len(s.stalls) == 0 || !pauseCanCause(a) {
 		return stallSpan{}, false
 	}
@@ -54,19 +56,19 @@ func (s *Stream) stalledBy(a Anomaly) (stallSpan, bool) {
 
 // pauseCanCause reports whether a holder that went on past its lease can
 // have caused a.
-func pauseCanCause(a Anomaly) bool {
+func pauseCanCause(a checker.Anomaly) bool {
 	switch {
-	case a.Kind == KindDoubleHolder && a.Class == ClassWithinLease, a.Kind == KindNonlinearizable, a.Kind == KindFenceRegression:
+	case a.Kind == checker.KindDoubleHolder && a.Class == checker.ClassWithinLease, a.Kind == checker.KindNonlinearizable, a.Kind == checker.KindFenceRegression:
 		return false
 	}
 	return true
 }
 
 // stalled lists a, which st explains, apart from the verdict.
-func (s *Stream) stalled(c *collector, a Anomaly, st stallSpan) {
+func (s *Stream) stalled(c *checker.Collector, a checker.Anomaly, st stallSpan) {
 	a.Detail += fmt.Sprintf(" [harness-stall: the harness itself stood still from %s to %s with no fault injected, so a lease may have run out under it; not counted against the lock]",
 		fmtTime(st.from), fmtTime(st.to))
-	c.addStalled(a)
+	c.AddStalled(a)
 	s.nStalled++
 	if st.to-st.from > s.longest.to-s.longest.from {
 		s.longest = st
@@ -78,3 +80,18 @@ func (s *Stream) stallNote() string {
 	return fmt.Sprintf("harness-stall: %d anomalies fell in stalls of the harness itself (the longest %s, from %s), with no fault injected: listed, not counted against the lock; the harness was short of CPU or near its memory limit",
 		s.nStalled, fmtDur(s.longest.to-s.longest.from), fmtTime(s.longest.from))
 }
+
+// fmtTime renders a time on the history's clock as seconds ("1.204s"), as
+// the checkers' anomalies do.
+func fmtTime(ns int64) string {
+	switch {
+	case ns >= history.Never:
+		return "never"
+	case ns == math.MinInt64:
+		return "the start"
+	}
+	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
+}
+
+// fmtDur renders a duration in the same unit as fmtTime.
+func fmtDur(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }

@@ -1,4 +1,4 @@
-package checker
+package stream
 
 import (
 	"sort"

@@ -1,10 +1,13 @@
-package checker
+package stream
 
 import (
 	"testing"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
 )
+
+// What a history must have put to the test for a verdict of valid.
 
 // TestEvidence: a history that found nothing wrong is valid only if it put
 // something to the test: an acquire granted where the lock was tried, some
@@ -33,14 +36,14 @@ func TestEvidence(t *testing.T) {
 		name   string
 		faults string
 		events []history.Event
-		want   Verdict
+		want   checker.Verdict
 	}{
-		{"granted", "", acquire(1, 0, history.OK), Valid},
-		{"never granted", "", acquire(1, 0, history.Fail), Untested},
-		{"no lock, a sale", "", buy, Valid},
-		{"nothing succeeded", "", []history.Event{buy[0], {Type: history.Fail, Op: history.Buy, Client: 0, Process: 1, Key: "stock", Time: 9}}, Untested},
-		{"fault never landed", "pause-client", acquire(1, 0, history.OK), Untested},
-		{"fault landed", "pause-client", join(fault, acquire(1, 10, history.OK)), Valid},
+		{"granted", "", acquire(1, 0, history.OK), checker.Valid},
+		{"never granted", "", acquire(1, 0, history.Fail), checker.Untested},
+		{"no lock, a sale", "", buy, checker.Valid},
+		{"nothing succeeded", "", []history.Event{buy[0], {Type: history.Fail, Op: history.Buy, Client: 0, Process: 1, Key: "stock", Time: 9}}, checker.Untested},
+		{"fault never landed", "pause-client", acquire(1, 0, history.OK), checker.Untested},
+		{"fault landed", "pause-client", join(fault, acquire(1, 10, history.OK)), checker.Valid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ev evidence
@@ -48,13 +51,13 @@ func TestEvidence(t *testing.T) {
 			for _, e := range tc.events {
 				ev.add(e)
 			}
-			rep := Report{Verdict: Valid}
-			rep.requireEvidence(&ev)
+			rep := checker.Report{Verdict: checker.Valid}
+			requireEvidence(&rep, &ev)
 			if rep.Verdict != tc.want {
 				t.Errorf("verdict %s, want %s (untested %q)", rep.Verdict, tc.want, rep.Untested)
 			}
-			inv := Report{Verdict: Invalid}
-			if inv.requireEvidence(&ev); inv.Verdict != Invalid {
+			inv := checker.Report{Verdict: checker.Invalid}
+			if requireEvidence(&inv, &ev); inv.Verdict != checker.Invalid {
 				t.Errorf("an invalid verdict became %s", inv.Verdict)
 			}
 		})
