@@ -113,8 +113,13 @@ func only(set bool, where bool, what string) string {
 	return ""
 }
 
-// fieldRules is the table of per-field checks, in the order they are reported.
-func fieldRules() []fieldRule {
+// fieldRules is the table of per-field checks, in the order they are
+// reported: who and what an event is about, then what an operation carries.
+func fieldRules() []fieldRule { return append(identityRules(), payloadRules()...) }
+
+// identityRules check when an event happened, which operation, process,
+// client, key and lease it belongs to.
+func identityRules() []fieldRule {
 	return []fieldRule{
 		{"t", func(e, inv *Event, _ opClass) string { return inRange(e.Time, 0, MaxTime) }},
 		{"i", func(e, inv *Event, _ opClass) string { return inRange(e.Index, 0, math.MaxInt64) }},
@@ -142,6 +147,13 @@ func fieldRules() []fieldRule {
 			// A fault-start names the lease it aimed at.
 			return only(e.Lease != "", c == lockOp || e.Op == FaultStart, "on lock operations and fault-start")
 		}},
+	}
+}
+
+// payloadRules check what an operation carries: its TTL, fencing token,
+// value, order, outcome details, and a fault's name.
+func payloadRules() []fieldRule {
+	return []fieldRule{
 		// A ttl on another operation means nothing and is ignored, but it
 		// is still a number someone may add to a time.
 		{"ttl_ms", func(e, inv *Event, _ opClass) string { return inRange(e.TTLMillis, 0, MaxTTLMillis) }},

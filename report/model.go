@@ -258,68 +258,81 @@ func (b *modelBuilder) complete(o *openOp, done *history.Event, doneLine int) {
 	if status == history.Unknown {
 		b.marksOf[ck] = append(b.marksOf[ck], mark{Process: o.process, Op: o.op, Call: o.call, Ret: ret, Line: o.line})
 	}
-	switch o.op {
-	case history.Acquire:
-		if status != history.OK {
-			return
-		}
-		lease := done.Lease
-		ttl := done.TTLMillis * 1e6
-		start := o.call
-		if done.Sent > start && done.Sent <= ret {
-			start = done.Sent
-		}
-		hd := &hold{Key: o.key, Client: o.client, Process: o.process, Lease: lease, From: ret, To: toEnd, Open: true,
-			LeaseFrom: start, LeaseTo: toEnd, AcquireLine: doneLine}
-		if ttl > 0 {
-			hd.LeaseTo = start + ttl
-		}
-		if b.ext.busy(o.key) {
-			b.busyClient(ck).place(o.client, hd)
-			b.unreleased[hd] = true
-		} else {
-			b.holds = append(b.holds, hd)
-		}
-		b.byProc[o.process] = hd
-		if lease != "" {
-			b.live[leaseKey{o.key, lease}] = hd
-		}
-	case history.Refresh:
-		hd, ok := b.live[leaseKey{o.key, o.lease}]
-		if !ok || status != history.OK {
-			return
-		}
-		hd.Refreshes = append(hd.Refreshes, o.call)
-		if o.ttl > 0 && o.call+o.ttl > hd.LeaseTo && hd.LeaseTo != toEnd {
-			hd.LeaseTo = o.call + o.ttl
-		}
-	case history.Release:
-		hd, ok := b.live[leaseKey{o.key, o.lease}]
-		if !ok || o.lease == "" {
-			hd, ok = b.byProc[o.process]
-		}
-		if !ok {
-			return
-		}
-		// A released lease takes no more refreshes: forget it, so that
-		// what the report keeps per lease is bounded by the run's
-		// concurrency, not its length.
-		delete(b.live, leaseKey{o.key, o.lease})
-		if !hd.Open || o.call < hd.From {
-			return
-		}
-		hd.To, hd.Open, hd.ReleaseLine = o.call, false, o.line
-		if status == history.OK && done.Deleted != nil && *done.Deleted && (hd.LeaseTo == toEnd || ret < hd.LeaseTo) {
-			hd.LeaseTo = ret
-		}
-		if b.unreleased[hd] && hd.LeaseTo != toEnd {
-			// Nothing changes a released hold any more (the lease of one
-			// without TTL may: it waits for the end).
-			delete(b.unreleased, hd)
-			b.busyClient(clientKey{hd.Key, hd.Client}).done(hd, b.ext)
-			if b.byProc[o.process] == hd {
-				delete(b.byProc, o.process) // a released hold takes no crash
-			}
+	switch {
+	case o.op == history.Acquire && status == history.OK:
+		b.acquired(o, ck, done, ret, doneLine)
+	case o.op == history.Refresh && status == history.OK:
+		b.refreshed(o)
+	case o.op == history.Release:
+		b.released(o, status, done, ret)
+	}
+}
+
+// acquired opens the hold an ok acquire began.
+func (b *modelBuilder) acquired(o *openOp, ck clientKey, done *history.Event, ret int64, doneLine int) {
+	lease := done.Lease
+	ttl := done.TTLMillis * 1e6
+	start := o.call
+	if done.Sent > start && done.Sent <= ret {
+		start = done.Sent
+	}
+	hd := &hold{Key: o.key, Client: o.client, Process: o.process, Lease: lease, From: ret, To: toEnd, Open: true,
+		LeaseFrom: start, LeaseTo: toEnd, AcquireLine: doneLine}
+	if ttl > 0 {
+		hd.LeaseTo = start + ttl
+	}
+	if b.ext.busy(o.key) {
+		b.busyClient(ck).place(o.client, hd)
+		b.unreleased[hd] = true
+	} else {
+		b.holds = append(b.holds, hd)
+	}
+	b.byProc[o.process] = hd
+	if lease != "" {
+		b.live[leaseKey{o.key, lease}] = hd
+	}
+}
+
+// refreshed extends the lease an ok refresh renewed.
+func (b *modelBuilder) refreshed(o *openOp) {
+	hd, ok := b.live[leaseKey{o.key, o.lease}]
+	if !ok {
+		return
+	}
+	hd.Refreshes = append(hd.Refreshes, o.call)
+	if o.ttl > 0 && o.call+o.ttl > hd.LeaseTo && hd.LeaseTo != toEnd {
+		hd.LeaseTo = o.call + o.ttl
+	}
+}
+
+// released closes the hold a release ended, and its lease when the
+// release deleted the key.
+func (b *modelBuilder) released(o *openOp, status history.Type, done *history.Event, ret int64) {
+	hd, ok := b.live[leaseKey{o.key, o.lease}]
+	if !ok || o.lease == "" {
+		hd, ok = b.byProc[o.process]
+	}
+	if !ok {
+		return
+	}
+	// A released lease takes no more refreshes: forget it, so that
+	// what the report keeps per lease is bounded by the run's
+	// concurrency, not its length.
+	delete(b.live, leaseKey{o.key, o.lease})
+	if !hd.Open || o.call < hd.From {
+		return
+	}
+	hd.To, hd.Open, hd.ReleaseLine = o.call, false, o.line
+	if status == history.OK && done.Deleted != nil && *done.Deleted && (hd.LeaseTo == toEnd || ret < hd.LeaseTo) {
+		hd.LeaseTo = ret
+	}
+	if b.unreleased[hd] && hd.LeaseTo != toEnd {
+		// Nothing changes a released hold any more (the lease of one
+		// without TTL may: it waits for the end).
+		delete(b.unreleased, hd)
+		b.busyClient(clientKey{hd.Key, hd.Client}).done(hd, b.ext)
+		if b.byProc[o.process] == hd {
+			delete(b.byProc, o.process) // a released hold takes no crash
 		}
 	}
 }

@@ -90,7 +90,37 @@ const (
 )
 
 func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*page, error) {
-	pg := &page{Verdict: string(s.Verdict), Interrupted: s.Interrupted, End: secs(m.End), RunID: s.RunID}
+	pg := pageHead(s)
+	pg.End = secs(m.End)
+	pg.countRows(s)
+	keys := keysShown(m, pg)
+	views := pg.anomalyViews(m)
+	for _, km := range keys {
+		pg.Keys = append(pg.Keys, keyViewOf(m, km, views, pg))
+	}
+	for i, f := range m.Faults {
+		if i == maxFaultsShown {
+			pg.HiddenFaults = len(m.Faults) - i
+			break
+		}
+		pg.Faults = append(pg.Faults, faultView{N: i + 1, Fault: f.Fault, Target: f.Target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
+	}
+	var err error
+	if pg.Plots, err = plots(sb, m); err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil {
+			pg.HasLin = true
+		}
+	}
+	return pg, nil
+}
+
+// pageHead is the page's top: the verdict, the run's header and its replay
+// command, what was not tested and the checks that could not decide.
+func pageHead(s *summary.Summary) *page {
+	pg := &page{Verdict: string(s.Verdict), Interrupted: s.Interrupted, RunID: s.RunID}
 	if s.Stats.Ops > 0 || s.Stats.DurationMs > 0 { // a run's summary, not a check's
 		pg.Stats = &s.Stats
 	}
@@ -113,9 +143,13 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 			pg.Unknowns = append(pg.Unknowns, c.Checker+": "+c.Error)
 		}
 	}
-	pg.countRows(s)
+	return pg
+}
 
-	// Keys with anomalies first, in the order of their first anomaly.
+// keysShown orders the keys with anomalies first, in the order of their
+// first anomaly, and cuts the list at maxKeysShown (the page counts the
+// rest as hidden).
+func keysShown(m *model, pg *page) []*keyModel {
 	order := map[string]int{}
 	for _, a := range m.Anomalies {
 		if _, ok := order[a.Key]; !ok {
@@ -136,7 +170,12 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 		pg.HiddenKeys += len(keys) - maxKeysShown
 		keys = keys[:maxKeysShown]
 	}
-	views := map[int]*anomalyView{}
+	return keys
+}
+
+// anomalyViews lists every anomaly on the page and returns them by number,
+// for the key windows that show them.
+func (pg *page) anomalyViews(m *model) map[int]*anomalyView {
 	for _, a := range m.Anomalies {
 		v := anomalyView{N: a.N, ID: fmt.Sprintf("anomaly-%d", a.N), Kind: kindText(a.Kind, a.Class), Detail: a.Detail,
 			When: secs(a.StartNS) + " – " + secs(a.EndNS), Key: a.Key, Lines: a.Lines, AfterSwitch: a.AfterSwitch}
@@ -147,45 +186,33 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 		v.Clients = strings.Join(cs, ", ")
 		pg.Anomalies = append(pg.Anomalies, v)
 	}
+	views := map[int]*anomalyView{}
 	for i := range pg.Anomalies {
 		views[pg.Anomalies[i].N] = &pg.Anomalies[i]
 	}
-	for _, km := range keys {
-		ws := m.windows(km)
-		kv := keyView{Key: km.Key, ID: "key-" + anchorSafe(km.Key), Lanes: len(km.Lanes), Holds: km.Holds, Overview: template.HTML(overviewSVG(m, km, ws))}
-		for _, w := range ws {
-			wv := windowView{ID: w.ID, Title: w.Title(m), Span: secs(w.From) + " – " + secs(w.To), SVG: template.HTML(detailSVG(m, km, w))}
-			for _, n := range w.Anomalies {
-				v := views[n]
-				v.Timeline = "#t-anomaly-" + fmt.Sprint(n)
-				wv.Anomalies = append(wv.Anomalies, *v)
-				if n == 1 {
-					wv.First, pg.FirstTarget = true, w.ID
-				}
+	return views
+}
+
+// keyViewOf draws one key: its overview and a window around each stretch
+// worth a closer look, with the anomalies that fall in it.
+func keyViewOf(m *model, km *keyModel, views map[int]*anomalyView, pg *page) keyView {
+	ws := m.windows(km)
+	kv := keyView{Key: km.Key, ID: "key-" + anchorSafe(km.Key), Lanes: len(km.Lanes), Holds: km.Holds, Overview: template.HTML(overviewSVG(m, km, ws))}
+	for _, w := range ws {
+		wv := windowView{ID: w.ID, Title: w.Title(m), Span: secs(w.From) + " – " + secs(w.To), SVG: template.HTML(detailSVG(m, km, w))}
+		for _, n := range w.Anomalies {
+			v := views[n]
+			v.Timeline = "#t-anomaly-" + fmt.Sprint(n)
+			wv.Anomalies = append(wv.Anomalies, *v)
+			if n == 1 {
+				wv.First, pg.FirstTarget = true, w.ID
 			}
-			wv.Notes = wv.Anomalies[:min(len(wv.Anomalies), maxNotes)]
-			wv.More = wv.Anomalies[len(wv.Notes):]
-			kv.Windows = append(kv.Windows, wv)
 		}
-		pg.Keys = append(pg.Keys, kv)
+		wv.Notes = wv.Anomalies[:min(len(wv.Anomalies), maxNotes)]
+		wv.More = wv.Anomalies[len(wv.Notes):]
+		kv.Windows = append(kv.Windows, wv)
 	}
-	for i, f := range m.Faults {
-		if i == maxFaultsShown {
-			pg.HiddenFaults = len(m.Faults) - i
-			break
-		}
-		pg.Faults = append(pg.Faults, faultView{N: i + 1, Fault: f.Fault, Target: f.Target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
-	}
-	var err error
-	if pg.Plots, err = plots(sb, m); err != nil {
-		return nil, err
-	}
-	if dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err == nil {
-			pg.HasLin = true
-		}
-	}
-	return pg, nil
+	return kv
 }
 
 // params are the run's parameters as the page lists them: the header's
