@@ -18,8 +18,6 @@ package checker
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -450,21 +448,6 @@ func ForMutex(o MutexOptions) *Composite {
 	c, _ := Select(Builtin(), nil, o) // naming nothing cannot fail
 	return c
 }
-
-// fmtTime renders a time on the history's clock as seconds, the way people
-// read timelines ("1.204s").
-func fmtTime(ns int64) string {
-	switch {
-	case ns >= history.Never:
-		return "never"
-	case ns == math.MinInt64:
-		return "the start"
-	}
-	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
-}
-
-// fmtDur renders a duration in the same unit as fmtTime.
-func fmtDur(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
 
 func uniqueInts(xs ...int) []int {
 	out := make([]int, 0, len(xs))

@@ -167,7 +167,7 @@ func checkAnomaly(t *testing.T, r Result, w want) {
 		t.Errorf("leases %v, want %v", a.Leases, w.leases)
 	}
 	if !w.anyTimes && (a.StartNS != w.start || a.EndNS != w.end) {
-		t.Errorf("times [%s, %s], want [%s, %s]", fmtTime(a.StartNS), fmtTime(a.EndNS), fmtTime(w.start), fmtTime(w.end))
+		t.Errorf("times [%s, %s], want [%s, %s]", history.FormatTime(a.StartNS), history.FormatTime(a.EndNS), history.FormatTime(w.start), history.FormatTime(w.end))
 	}
 	for _, s := range w.detail {
 		if !strings.Contains(a.Detail, s) {

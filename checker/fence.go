@@ -90,6 +90,6 @@ func fenceAnomaly(key string, a, b *history.Operation) Anomaly {
 		StartNS:   b.Call,
 		EndNS:     b.Return,
 		Detail: fmt.Sprintf("client %d acquired %s at %s with fencing token %d, no higher than the %d client %d had been given at %s, before this acquire began",
-			b.Client, key, fmtTime(b.Return), b.Fence, a.Fence, a.Client, fmtTime(a.Return)),
+			b.Client, key, history.FormatTime(b.Return), b.Fence, a.Fence, a.Client, history.FormatTime(a.Return)),
 	}
 }

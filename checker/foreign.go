@@ -92,7 +92,7 @@ func (ix *index) aliveUntil(l *lease, t int64) int64 {
 func foreignAnomaly(key string, r *history.Operation, v *hold, alive int64) Anomaly {
 	life := "a lease without expiry"
 	if alive < forever {
-		life = "a lease that could have lived until " + fmtTime(alive)
+		life = "a lease that could have lived until " + history.FormatTime(alive)
 	}
 	return Anomaly{
 		Kind:      KindForeignRelease,
@@ -103,6 +103,6 @@ func foreignAnomaly(key string, r *history.Operation, v *hold, alive int64) Anom
 		StartNS:   r.Call,
 		EndNS:     r.Return,
 		Detail: fmt.Sprintf("client %d's release of lease %s deleted %s between %s and %s, while client %d held it since %s under %s (lease %s)",
-			r.Client, r.Lease, key, fmtTime(r.Call), fmtTime(r.Return), v.client(), fmtTime(v.start), life, v.lease.id),
+			r.Client, r.Lease, key, history.FormatTime(r.Call), history.FormatTime(r.Return), v.client(), history.FormatTime(v.start), life, v.lease.id),
 	}
 }

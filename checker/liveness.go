@@ -175,15 +175,15 @@ func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anoma
 		a.Clients = append(a.Clients, last.Client)
 		a.Processes = append(a.Processes, last.Process)
 		a.Leases = append(a.Leases, last.Lease)
-		who = fmt.Sprintf("client %d last acquired it at %s (lease %s)", last.Client, fmtTime(last.Return), last.Lease)
+		who = fmt.Sprintf("client %d last acquired it at %s (lease %s)", last.Client, history.FormatTime(last.Return), last.Lease)
 		if h := k.byLease[last.Lease].hold; h != nil {
 			switch h.endedBy {
 			case "crash":
-				who += fmt.Sprintf(" and crashed at %s without releasing it", fmtTime(h.end))
+				who += fmt.Sprintf(" and crashed at %s without releasing it", history.FormatTime(h.end))
 			case "unknown":
-				who += fmt.Sprintf(", then its process ended at %s with an operation of unknown outcome", fmtTime(h.end))
+				who += fmt.Sprintf(", then its process ended at %s with an operation of unknown outcome", history.FormatTime(h.end))
 			case "release":
-				who += fmt.Sprintf(" and began releasing it at %s", fmtTime(h.end))
+				who += fmt.Sprintf(" and began releasing it at %s", history.FormatTime(h.end))
 				for _, ri := range h.lease.releases {
 					if r := &ix.ops[ri]; r.Call == h.released {
 						who += releaseOutcome(r)
@@ -196,7 +196,7 @@ func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anoma
 	if unknown != nil {
 		a.Clients = append(a.Clients, unknown.Client)
 		a.Processes = append(a.Processes, unknown.Process)
-		who += fmt.Sprintf("; client %d's acquire at %s has an unknown outcome", unknown.Client, fmtTime(unknown.Call))
+		who += fmt.Sprintf("; client %d's acquire at %s has an unknown outcome", unknown.Client, history.FormatTime(unknown.Call))
 	}
 	for _, i := range k.acquires {
 		if o := &ix.ops[i]; o.Call < s.to && o.Return > s.from {
@@ -223,12 +223,12 @@ type stuckSpan struct {
 }
 
 func (st *stuckSpan) detail(from, to int64) string {
-	end := "to " + fmtTime(to)
+	end := "to " + history.FormatTime(to)
 	if to >= st.end {
-		end = "to the end of the history at " + fmtTime(to)
+		end = "to the end of the history at " + history.FormatTime(to)
 	}
 	return fmt.Sprintf("no acquire of %s succeeded from %s %s (%.1f ttl of %s) although clients tried %d times and nobody held it; %s",
-		st.key, fmtTime(from), end, float64(to-from)/float64(st.ttl), fmtDur(st.ttl), len(st.waiters), st.who)
+		st.key, history.FormatTime(from), end, float64(to-from)/float64(st.ttl), history.FormatDuration(st.ttl), len(st.waiters), st.who)
 }
 
 // extend joins b, a later part of the same stretch, to a.
@@ -338,7 +338,7 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 			EndNS:     s.to,
 			owner:     o.Return,
 			Detail: fmt.Sprintf("client %d's acquire of %s (%s to %s) failed although no lease could have been alive from %s to %s",
-				o.Client, k.key, fmtTime(o.Call), fmtTime(o.Return), fmtTime(s.from), fmtTime(s.to)),
+				o.Client, k.key, history.FormatTime(o.Call), history.FormatTime(o.Return), history.FormatTime(s.from), history.FormatTime(s.to)),
 		})
 	}
 }

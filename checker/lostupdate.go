@@ -106,7 +106,7 @@ func lostAnomaly(key string, w, before *history.Operation, prev int64) Anomaly {
 	}
 	if before == nil {
 		a.Detail = fmt.Sprintf("client %d wrote %d to %s at %s, the first write, although the counter already stood at %d",
-			w.Client, v, key, fmtTime(w.Return), prev)
+			w.Client, v, key, history.FormatTime(w.Return), prev)
 		return a
 	}
 	a.Clients = append(a.Clients, before.Client)
@@ -117,6 +117,6 @@ func lostAnomaly(key string, w, before *history.Operation, prev int64) Anomaly {
 		lost = fmt.Sprintf("client %d had read a stale %d, so %d updates were lost", w.Client, v-1, prev-v+1)
 	}
 	a.Detail = fmt.Sprintf("client %d wrote %d to %s at %s (write %d) over client %d's %d written at %s (write %d): %s",
-		w.Client, v, key, fmtTime(w.Return), w.Seq, before.Client, prev, fmtTime(before.Return), before.Seq, lost)
+		w.Client, v, key, history.FormatTime(w.Return), w.Seq, before.Client, prev, history.FormatTime(before.Return), before.Seq, lost)
 	return a
 }

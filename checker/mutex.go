@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"fmt"
+
+	"github.com/locktorture/locktorture/history"
 )
 
 // MutualExclusion returns the checker of the lock's first promise: no two
@@ -62,11 +64,11 @@ func doubleHolder(key string, a, b *hold) Anomaly {
 	if a.client() == b.client() {
 		who = fmt.Sprintf("client %d held %s twice at once (leases %s and %s)", a.client(), key, a.lease.id, b.lease.id)
 	}
-	when := fmt.Sprintf("from %s to %s", fmtTime(o.from), fmtEnd(o.to))
+	when := fmt.Sprintf("from %s to %s", history.FormatTime(o.from), fmtEnd(o.to))
 	if both := intersect(intersect(a.valid, b.valid), []span{o}); len(both) > 0 {
 		an.Class = ClassWithinLease
 		an.Detail = fmt.Sprintf("%s %s; both leases were in force from %s to %s, so the lock gave out a lease it had already given",
-			who, when, fmtTime(both[0].from), fmtEnd(both[0].to))
+			who, when, history.FormatTime(both[0].from), fmtEnd(both[0].to))
 		return an
 	}
 	an.Class = ClassLeaseOutlived
@@ -80,9 +82,9 @@ func doubleHolder(key string, a, b *hold) Anomaly {
 	var why string
 	if ended == -1<<63 {
 		why = fmt.Sprintf("client %d's acquire returned at %s, after its lease could already have run out",
-			late.client(), fmtTime(late.start))
+			late.client(), history.FormatTime(late.start))
 	} else {
-		why = fmt.Sprintf("client %d's lease had expired at %s", late.client(), fmtTime(ended))
+		why = fmt.Sprintf("client %d's lease had expired at %s", late.client(), history.FormatTime(ended))
 	}
 	an.Detail = fmt.Sprintf("%s %s; %s", who, when, why)
 	return an
@@ -93,5 +95,5 @@ func fmtEnd(ns int64) string {
 	if ns >= forever {
 		return "the end of the history"
 	}
-	return fmtTime(ns)
+	return history.FormatTime(ns)
 }

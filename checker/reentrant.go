@@ -250,9 +250,9 @@ func countAnomaly(k ownerKey, o, prev *history.Operation, got, lo, hi int64, exp
 	}
 	after := ""
 	if prev != nil {
-		after = fmt.Sprintf(" (after its %s at %s)", prev.Op, fmtTime(prev.Return))
+		after = fmt.Sprintf(" (after its %s at %s)", prev.Op, history.FormatTime(prev.Return))
 	}
 	a.Detail = fmt.Sprintf("owner %s's %s of %s at %s%s %s; its own nesting calls for %s",
-		k.owner, o.Op, k.key, fmtTime(o.Return), after, what, want)
+		k.owner, o.Op, k.key, history.FormatTime(o.Return), after, what, want)
 	return a
 }

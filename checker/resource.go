@@ -76,7 +76,7 @@ func staleAnomaly(key string, w, top *history.Operation) Anomaly {
 		StartNS:   w.Call,
 		EndNS:     w.Return,
 		Detail: fmt.Sprintf("the resource accepted client %d's write to %s at %s with fencing token %d (request %d) after client %d's %s with token %d (request %d)",
-			w.Client, key, fmtTime(w.Return), w.Fence, w.Seq, top.Client, top.Op, top.Fence, top.Seq),
+			w.Client, key, history.FormatTime(w.Return), w.Fence, w.Seq, top.Client, top.Op, top.Fence, top.Seq),
 	}
 }
 
@@ -169,12 +169,12 @@ func dupAnomaly(t task, a enqueuer, known bool, o *history.Operation) Anomaly {
 		Kind: KindDuplicateWork, Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{t.key},
 		StartNS: o.Call, EndNS: o.Return,
 		Detail: fmt.Sprintf("task %d of %s was enqueued again by client %d at %s, over %d TTLs after its first enqueue",
-			t.id, t.key, o.Client, fmtTime(o.Return), recall),
+			t.id, t.key, o.Client, history.FormatTime(o.Return), recall),
 	}
 	if known {
 		an.Clients, an.Processes = uniqueInts(int(a.client), o.Client), uniqueInts(int(a.process), o.Process)
 		an.Detail = fmt.Sprintf("task %d of %s was enqueued by client %d at %s and again by client %d at %s",
-			t.id, t.key, a.client, fmtTime(a.ret), o.Client, fmtTime(o.Return))
+			t.id, t.key, a.client, history.FormatTime(a.ret), o.Client, history.FormatTime(o.Return))
 	}
 	return an
 }

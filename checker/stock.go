@@ -181,7 +181,7 @@ func (j *sellJudge) buy(c *collector, n *sellCount, o *history.Operation) {
 			Kind: KindDoubleBuy, Clients: uniqueInts(a.client, o.Client), Processes: uniqueInts(a.process, o.Process),
 			Keys: []string{o.Key}, StartNS: o.Call, EndNS: o.Return,
 			Detail: fmt.Sprintf("user %d bought in %s twice: through client %d at %s and client %d at %s",
-				user, o.Key, a.client, fmtTime(a.ret), o.Client, fmtTime(o.Return)),
+				user, o.Key, a.client, history.FormatTime(a.ret), o.Client, history.FormatTime(o.Return)),
 		})
 	} else {
 		sl.buyers[user] = buyer{o.Client, o.Process, o.Return}
@@ -204,6 +204,6 @@ func (j *sellJudge) count(c *collector, n *sellCount, key string, units int64, s
 		Kind: KindOversell, Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{key},
 		StartNS: o.Call, EndNS: o.Return,
 		Detail: fmt.Sprintf("client %d bought unit %d of %s at %s, which had %d units",
-			o.Client, *sold, key, fmtTime(o.Return), units),
+			o.Client, *sold, key, history.FormatTime(o.Return), units),
 	})
 }

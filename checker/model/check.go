@@ -304,7 +304,7 @@ func (l *linearizable) summarize(ctx context.Context, checks []*keyCheck, horizo
 func (kc *keyCheck) undecided(horizon int64) string {
 	s := kc.key
 	if kc.boundedFailed {
-		s += fmt.Sprintf(" (no legal order if operations of unknown outcome take effect within %s of being abandoned", fmtDur(horizon))
+		s += fmt.Sprintf(" (no legal order if operations of unknown outcome take effect within %s of being abandoned", history.FormatDuration(horizon))
 		if kc.searches > 2 {
 			s += ", but one if acquires of unknown outcome are left out"
 		}

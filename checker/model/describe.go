@@ -38,7 +38,7 @@ func (km *keyModel) describeOp(in *lockInput) string {
 	case kStart:
 		return "segment starts: " + km.describeState(in.start)
 	case kProbe, kCut:
-		return "segment cut at " + fmtTime(in.call)
+		return "segment cut at " + history.FormatTime(in.call)
 	case kEnd:
 		return "end of the history: operations of unknown outcome placed after this never happened"
 	}
@@ -62,13 +62,13 @@ func (km *keyModel) describeOp(in *lockInput) string {
 	ttl := ""
 	if in.kind != kRelease {
 		if in.ttl > 0 {
-			ttl = ", ttl " + fmtDur(in.ttl)
+			ttl = ", ttl " + history.FormatDuration(in.ttl)
 		} else {
 			ttl = ", no ttl"
 		}
 	}
 	return fmt.Sprintf("client %d (process %d) %s %s%s -> %s [%s, %s]",
-		in.client, in.process, what, km.leaseName(in.lease), ttl, out, fmtTime(in.call), fmtTime(in.gaveUp))
+		in.client, in.process, what, km.leaseName(in.lease), ttl, out, history.FormatTime(in.call), history.FormatTime(in.gaveUp))
 }
 
 func (km *keyModel) describeState(s lockState) string {
@@ -81,7 +81,7 @@ func (km *keyModel) describeState(s lockState) string {
 	m := km.meta(s.holder)
 	exp := "never expires"
 	if s.ttl > 0 {
-		exp = "may expire from " + fmtTime(s.start+s.ttl-ExpirySlack)
+		exp = "may expire from " + history.FormatTime(s.start+s.ttl-ExpirySlack)
 	}
-	return fmt.Sprintf("held by client %d (lease %s, written no earlier than %s, %s)", m.client, m.id, fmtTime(s.start), exp)
+	return fmt.Sprintf("held by client %d (lease %s, written no earlier than %s, %s)", m.client, m.id, history.FormatTime(s.start), exp)
 }

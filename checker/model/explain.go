@@ -164,7 +164,7 @@ func describeCulprit(km *keyModel, in *lockInput) string {
 		}
 	}
 	return fmt.Sprintf("client %d's %s of lease %s (%s, %s to %s)",
-		in.client, what, km.leaseName(in.lease), out, fmtTime(in.call), fmtTime(in.gaveUp))
+		in.client, what, km.leaseName(in.lease), out, history.FormatTime(in.call), history.FormatTime(in.gaveUp))
 }
 
 // sortStates orders states so that searches, and the explanation of a
@@ -193,7 +193,7 @@ func faultAnnotations(ws []history.Window) []porcupine.Annotation {
 	out := make([]porcupine.Annotation, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, porcupine.Annotation{Tag: "faults", Start: w.Start, End: w.End,
-			Description: w.Fault, Details: fmt.Sprintf("%s on %s, %s to %s", w.Fault, w.Target, fmtTime(w.Start), fmtTime(w.End)),
+			Description: w.Fault, Details: fmt.Sprintf("%s on %s, %s to %s", w.Fault, w.Target, history.FormatTime(w.Start), history.FormatTime(w.End)),
 			BackgroundColor: "#f6d6d6"})
 	}
 	return out

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
@@ -67,7 +66,7 @@ func pauseCanCause(a checker.Anomaly) bool {
 // stalled lists a, which st explains, apart from the verdict.
 func (s *Stream) stalled(c *checker.Collector, a checker.Anomaly, st stallSpan) {
 	a.Detail += fmt.Sprintf(" [harness-stall: the harness itself stood still from %s to %s with no fault injected, so a lease may have run out under it; not counted against the lock]",
-		fmtTime(st.from), fmtTime(st.to))
+		history.FormatTime(st.from), history.FormatTime(st.to))
 	c.AddStalled(a)
 	s.nStalled++
 	if st.to-st.from > s.longest.to-s.longest.from {
@@ -78,20 +77,5 @@ func (s *Stream) stalled(c *checker.Collector, a checker.Anomaly, st stallSpan) 
 // stallNote is the report's note on the anomalies stalls explain.
 func (s *Stream) stallNote() string {
 	return fmt.Sprintf("harness-stall: %d anomalies fell in stalls of the harness itself (the longest %s, from %s), with no fault injected: listed, not counted against the lock; the harness was short of CPU or near its memory limit",
-		s.nStalled, fmtDur(s.longest.to-s.longest.from), fmtTime(s.longest.from))
+		s.nStalled, history.FormatDuration(s.longest.to-s.longest.from), history.FormatTime(s.longest.from))
 }
-
-// fmtTime renders a time on the history's clock as seconds ("1.204s"), as
-// the checkers' anomalies do.
-func fmtTime(ns int64) string {
-	switch {
-	case ns >= history.Never:
-		return "never"
-	case ns == math.MinInt64:
-		return "the start"
-	}
-	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
-}
-
-// fmtDur renders a duration in the same unit as fmtTime.
-func fmtDur(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }

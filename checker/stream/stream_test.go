@@ -70,7 +70,7 @@ func sameTally(a, b map[string]int) bool {
 func startTimes(r checker.Report) string {
 	var s []string
 	for _, a := range r.Anomalies {
-		s = append(s, fmt.Sprintf("%s/%s@%s", a.Kind, a.Class, fmtTime(a.StartNS)))
+		s = append(s, fmt.Sprintf("%s/%s@%s", a.Kind, a.Class, history.FormatTime(a.StartNS)))
 	}
 	sort.Strings(s)
 	return fmt.Sprint(s)
