@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
-	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/locks"
-	"github.com/locktorture/locktorture/locks/program"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/workloads"
 )
@@ -36,28 +33,25 @@ type env struct {
 
 // startEnv is stage 1: the faults, the backend, the network of fault proxies
 // and the Redis topology, with every client's path to every node.
-func startEnv(ctx context.Context, opts Options, pl plan) (*env, error) {
-	faults := nemesis.Build(pl.faults, opts.values())
+func startEnv(ctx context.Context, pl *plan) (*env, error) {
+	opts := pl.opts
+	faults := nemesis.Build(pl.faults, pl.values)
 	local := cluster.Options{RedisServer: opts.RedisServer, Persistence: opts.Persistence}
 	if err := nemesis.Prepare(faults, &local); err != nil {
 		return nil, err
 	}
-	be, err := startBackend(ctx, opts)
+	be, err := startBackend(ctx, pl)
 	if err != nil {
 		return nil, err
 	}
 	local.Backend = be
-	nodes := opts.Nodes
-	if opts.Backend == BackendExternal && nodes == 0 {
-		nodes = len(opts.Redis)
-	}
 	netw, err := cluster.StartNetwork(ctx, opts.Toxiproxy)
 	if err != nil {
 		closeBackend(be)
 		return nil, err
 	}
 	topo, err := pl.topology.Start(ctx, cluster.TopologyOptions{
-		Local: local, Network: netw, Nodes: nodes,
+		Local: local, Network: netw, Nodes: pl.nodes,
 	})
 	if err != nil {
 		netw.Close()
@@ -245,15 +239,6 @@ func (c clientSet) Gate(i int) nemesis.Gate {
 	return p.Gate
 }
 
-// lockEntry looks a lock up by name; a name exec:COMMAND ARGS... is a lock
-// program run from its command line (locks/program).
-func lockEntry(r *locks.Registry, name string) (locks.Entry, error) {
-	if program.IsExec(name) {
-		return program.Exec(name)
-	}
-	return r.Get(name)
-}
-
 // probeLock checks, for a lock that can (a lock program), that it runs at
 // all before any client starts, and returns the name and version its
 // handshake gives, for the header beside the lock setting (the setting, an
@@ -277,13 +262,4 @@ func probeLock(ctx context.Context, opts Options, entry locks.Entry, cfg locks.C
 		return "", usage("lock %s: %v", opts.Lock, err)
 	}
 	return program, nil
-}
-
-var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// idPart is name as a part of a run id (a folder name): a lock named by
-// its command line (exec:./lock --flag) keeps only letters, digits, '.',
-// '_' and '-'.
-func idPart(name string) string {
-	return strings.Trim(unsafeIDChars.ReplaceAllString(name, "_"), "_")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -182,57 +181,4 @@ func (l *liveCheck) finish(ctx context.Context, run *history.RunInfo) (*checker.
 	rep := l.stream.Close(ctx)
 	checker.MarkAfterSwitch(&history.History{Run: run, Events: l.stream.Infos()}, &rep, 0)
 	return &rep, nil
-}
-
-// check is stage 4: the live check judges the rest of the history, and the
-// verdict is gated as the options say. A run that recorded no operation is
-// an error, never a verdict: it is no evidence.
-func (r *run) check(ctx context.Context) error {
-	live := r.clients.live
-	report, err := live.finish(context.WithoutCancel(ctx), r.info)
-	if err != nil {
-		return err
-	}
-	if live.operations() == 0 {
-		// A run whose clients never got an operation recorded (no
-		// connection, interrupted at once) says nothing.
-		return fmt.Errorf("the run recorded no operation in %v (%w); see the harness messages",
-			r.res.Stats.Duration.Round(time.Millisecond), history.ErrNoOperations)
-	}
-	r.res.Stats.Stalls, r.res.Stats.LongestStallMs = live.stalls, live.longest/1e6
-	for _, e := range live.stream.Infos() {
-		if e.Op == history.MasterSwitch {
-			r.res.Stats.MasterSwitches++
-		}
-	}
-	report.Notes = append(report.Notes, faultNotes(r.res.Stats.Faults, r.opts.Duration)...)
-	r.res.Report, r.res.Verdict = report, report.Gate(r.opts.FailOn)
-	return nil
-}
-
-// faultNotes say why each fault that never took effect did not: it was
-// never started (the run ended before its window came), or every start
-// gave up or failed. The untested verdict says what was not tested; these
-// say what to change.
-func faultNotes(fs *FaultStats, d time.Duration) []string {
-	if fs == nil {
-		return nil
-	}
-	names := make([]string, 0, len(fs.ByFault))
-	for n := range fs.ByFault {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []string
-	for _, n := range names {
-		c := fs.ByFault[n]
-		switch {
-		case c.TookEffect > 0:
-		case c.Started == 0:
-			out = append(out, fmt.Sprintf("fault %s was never started: its first window did not come within the run's %v (a longer --duration or a shorter --nemesis-interval)", n, d))
-		default:
-			out = append(out, fmt.Sprintf("fault %s was started %d times and never took effect: %d gave up, finding no target in time, %d failed (see the run's messages)", n, c.Started, c.GaveUp, c.Failed))
-		}
-	}
-	return out
 }

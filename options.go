@@ -3,7 +3,6 @@ package locktorture
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
@@ -120,6 +119,26 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// The backends a run's servers can stand on (Options.Backend).
+const (
+	BackendLocal    = "local"    // redis-server processes of the harness (default)
+	BackendDocker   = "docker"   // containers of a locally built image
+	BackendExternal = "external" // the user's own servers (Options.Redis, Options.Sentinels)
+)
+
+// Status is the live view of a run for a status line (Options.Progress).
+type Status struct {
+	Elapsed   time.Duration
+	Ops       int64
+	OpsPerSec float64
+	Acquired  int64
+	Unknown   int64
+	Crashes   int64
+	// Anomalies counts the anomalies the checkers have confirmed so far
+	// (the history is checked as it is recorded, a few TTLs behind).
+	Anomalies int64
+}
+
 // Registries are the five extension points a run draws on.
 type Registries struct {
 	Locks      *locks.Registry
@@ -182,161 +201,5 @@ func IsUsage(err error) bool {
 	return errors.As(err, &u)
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-// fill replaces zero values with the defaults; Validate then judges the
-// result, so a value a user set explicitly is judged the same way whether it
-// came from a flag, a matrix spec or a Go test.
-func (o *Options) fill() {
-	d := DefaultOptions()
-	o.Registries.Fill()
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	def(&o.Lock, d.Lock)
-	def(&o.Workload, d.Workload)
-	def(&o.Topology, d.Topology)
-	for _, f := range []struct {
-		v *time.Duration
-		d time.Duration
-	}{{&o.NemesisInterval, d.NemesisInterval}, {&o.Duration, d.Duration}, {&o.TTL, d.TTL}, {&o.CheckTimeout, d.CheckTimeout}} {
-		if *f.v == 0 {
-			*f.v = f.d
-		}
-	}
-	if o.Wait == 0 {
-		o.Wait = o.TTL
-	}
-	if o.Clients == 0 {
-		o.Clients = d.Clients
-	}
-	if o.Keys == 0 {
-		o.Keys = d.Keys
-	}
-	if o.Share == 0 {
-		o.Share = 1
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-}
-
-// WithDefaults returns o with every zero value replaced by its default, as
-// Run sees it: validate a partial Options (a matrix cell's) with
-// o.WithDefaults().Validate().
-func (o Options) WithDefaults() Options {
-	o.fill()
-	return o
-}
-
-// Validate reports the first option out of range or naming nothing
-// registered, as a *UsageError. It judges the options as given: zero values
-// that Run would replace with defaults are errors here, so a caller (the
-// CLI) that starts from DefaultOptions catches an explicit --clients 0.
-func (o Options) Validate() error {
-	_, err := o.validate()
-	return err
-}
-
-// validate is Validate, returning what the options name, looked up once.
-func (o Options) validate() (plan, error) {
-	o.Registries.Fill()
-	switch {
-	case o.Clients < 1 || o.Clients > 10000:
-		return plan{}, usage("--clients %d: want 1..10000", o.Clients)
-	case o.Share < 1 || o.Share > o.Clients:
-		return plan{}, usage("--share %d: want 1..%d (at most --clients)", o.Share, o.Clients)
-	case o.Keys < 1 || o.Keys > 100000:
-		return plan{}, usage("--keys %d: want 1..100000", o.Keys)
-	case o.Duration <= 0:
-		return plan{}, usage("--duration %v: want a positive duration", o.Duration)
-	case o.TTL < time.Millisecond:
-		return plan{}, usage("--ttl %v: must be at least 1ms", o.TTL)
-	case o.HoldMin < 0 || o.HoldMax < o.HoldMin:
-		return plan{}, usage("--hold %v..%v: want 0 <= MIN <= MAX", o.HoldMin, o.HoldMax)
-	case o.Overrun < 0 || o.Overrun > 1:
-		return plan{}, usage("--overrun %v: want a probability in [0,1]", o.Overrun)
-	case o.Abandon < 0 || o.Abandon > 1:
-		return plan{}, usage("--abandon %v: want a probability in [0,1]", o.Abandon)
-	case o.Wait < 0 || o.RetryDelay < 0 || o.Think < 0:
-		return plan{}, usage("--wait, --retry-delay and --think must not be negative")
-	case o.NemesisInterval <= 0 || o.NemesisDuration < 0:
-		return plan{}, usage("--nemesis-interval must be positive and --nemesis-duration not negative")
-	case o.Nodes < 0 || o.Nodes > 15:
-		return plan{}, usage("--nodes %d: want 1..15", o.Nodes)
-	case o.CheckTimeout <= 0:
-		return plan{}, usage("--check-timeout %v: want a positive duration", o.CheckTimeout)
-	case o.RedisTimeout < 0:
-		return plan{}, usage("--redis-timeout %v: must not be negative", o.RedisTimeout)
-	case o.RedisRetries != nil && *o.RedisRetries < -1:
-		return plan{}, usage("--redis-retries %d: want -1 or more", *o.RedisRetries)
-	case o.FailOn != "" && o.FailOn != checker.FailOnAll && o.FailOn != checker.FailOnSafety:
-		return plan{}, usage("fail-on %q: want all or safety", o.FailOn)
-	case o.Target != "" && o.Target != TargetProtocol && o.Target != TargetRandom:
-		return plan{}, usage("--target %q: want protocol or random", o.Target)
-	case o.NemesisWarmup < 0:
-		return plan{}, usage("--warmup %v: must not be negative", o.NemesisWarmup)
-	case o.RunID != "" && !runIDPattern.MatchString(o.RunID):
-		return plan{}, usage("run id %q: use letters, digits, '.', '_' and '-'", o.RunID)
-	}
-	if _, err := nemesis.ParseTrigger(string(o.NemesisTrigger)); err != nil {
-		return plan{}, &UsageError{err}
-	}
-	if _, err := cluster.ParsePersistence(string(o.Persistence)); err != nil {
-		return plan{}, &UsageError{err}
-	}
-	if err := o.validateBackend(); err != nil {
-		return plan{}, err
-	}
-	if err := o.checkSettings(); err != nil {
-		return plan{}, err
-	}
-	return o.resolve()
-}
-
-// plan is what the options name, looked up once.
-type plan struct {
-	lock     locks.Entry
-	workload workloads.Entry
-	topology cluster.TopologyEntry
-	faults   []nemesis.Entry
-	checkers []string // the workload's, then the run's own
-	settings *settings.Set
-}
-
-func (o Options) resolve() (plan, error) {
-	var p plan
-	var err error
-	if p.lock, err = lockEntry(o.Registries.Locks, o.Lock); err != nil {
-		return p, &UsageError{err}
-	}
-	if p.workload, err = o.Registries.Workloads.Get(o.Workload); err != nil {
-		return p, &UsageError{err}
-	}
-	if p.topology, err = o.Registries.Topologies.Get(o.Topology); err != nil {
-		return p, &UsageError{err}
-	}
-	if p.faults, err = o.Registries.Faults.Lookup(o.Faults); err != nil {
-		return p, &UsageError{err}
-	}
-	if p.settings, err = o.Registries.Settings(); err != nil {
-		return p, &UsageError{err}
-	}
-	p.checkers = append(append([]string(nil), p.workload.Checkers...), o.Checkers...)
-	if _, err := checker.Select(o.Registries.Checkers, p.checkers, checker.MutexOptions{}); err != nil {
-		return p, usage("workload %s with checkers %v: %v", o.Workload, o.Checkers, err)
-	}
-	return p, nil
-}
-
 // ParseList splits a comma-separated flag value into names, dropping blanks.
 func ParseList(s string) []string { return settings.SplitList(s) }
-
-// shape is the hold every workload shares: --keys, --hold, --overrun,
-// --abandon, --think.
-func (o Options) shape() workloads.MutexOptions {
-	return workloads.MutexOptions{Keys: o.Keys, HoldMin: o.HoldMin, HoldMax: o.HoldMax, TTL: o.TTL,
-		Overrun: o.Overrun, Abandon: o.Abandon, Think: o.Think, KeyPrefix: o.keyPrefix(), Settings: o.values()}
-}

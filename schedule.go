@@ -14,7 +14,7 @@ import (
 // faults; then recording ends and the servers stop, so what follows reads a
 // complete history.
 func (r *run) runSchedule(ctx context.Context) error {
-	opts, c := r.opts, r.clients
+	opts, c := r.plan.opts, r.clients
 	sched := &nemesis.Schedule{Faults: r.env.faults, Interval: opts.NemesisInterval, Duration: opts.NemesisDuration,
 		Warmup: opts.NemesisWarmup, Trigger: trigger(opts.NemesisTrigger), Seed: opts.Seed, Recorder: c.rec, Logf: opts.Logf}
 	target := &nemesis.Target{Topology: r.env.topo, Network: r.env.net, Clients: clientSet{c.runner}, TTL: opts.TTL,

@@ -262,24 +262,3 @@ func (o *Options) headerParams(all *settings.Set) map[string]string {
 	}
 	return p
 }
-
-// checkSettings refuses entry settings no entry declares, or of the wrong
-// Go type (set through the Go API).
-func (o *Options) checkSettings() error {
-	all, err := o.Registries.Settings()
-	if err != nil {
-		return &UsageError{err}
-	}
-	for k, v := range o.Settings {
-		decl, ok := all.Lookup(k)
-		switch {
-		case !ok:
-			return &UsageError{all.Unknown(k)}
-		case decl.Owner == "run":
-			return usage("setting %q is a field of Options, not one of Settings", k)
-		case !decl.Accepts(v):
-			return usage("setting %q: want a %s, got %T", k, decl.Kind, v)
-		}
-	}
-	return nil
-}

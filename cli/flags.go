@@ -76,6 +76,37 @@ func addSettings(fs *flag.FlagSet, all *settings.Set, set func(name, text string
 	}
 }
 
+// checkShared are the flags torture check shares with torture run: the
+// gate (--expect, --fail-on) and the time limit of the linearizability
+// check. They come from the run's declarations, so that both commands
+// spell, document and judge them alike.
+var checkShared = []string{expectSetting.Name, "fail-on", "check-timeout"}
+
+// addShared declares the named settings of torture run as flags of fs;
+// set receives each one given, parsed. The declarations are the built-in
+// registries': these are the run's own settings, which no entry changes.
+func addShared(fs *flag.FlagSet, names []string, set func(decl settings.Setting, v any)) error {
+	all, err := runSettings(locktorture.Registries{})
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		decl, ok := all.Lookup(name)
+		if !ok {
+			return all.Unknown(name)
+		}
+		fs.Var(settingFlag{decl: decl, set: func(_, text string) error {
+			v, err := decl.Parse(text)
+			if err != nil {
+				return err
+			}
+			set(decl, v)
+			return nil
+		}}, decl.Name, usageLine(decl))
+	}
+	return nil
+}
+
 // FlagTable is the README's table of torture run's flags, made from the
 // declarations of regs: one row a setting, with whether a matrix spec may
 // set it.

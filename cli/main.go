@@ -182,34 +182,6 @@ func parsePositional(fs *flag.FlagSet, args []string, stdout io.Writer, usage st
 	}
 }
 
-type expectFlag struct{ v checker.Verdict }
-
-func (e *expectFlag) String() string { return string(e.v) }
-
-func (e *expectFlag) Set(s string) error {
-	if _, err := expectSetting.Parse(s); err != nil {
-		return err
-	}
-	e.v = checker.Verdict(s)
-	return nil
-}
-
-// failOnFlag is --fail-on: which anomalies fail the gate.
-type failOnFlag checker.FailOn
-
-func (f *failOnFlag) String() string { return string(*f) }
-
-func (f *failOnFlag) Set(s string) error {
-	v, err := checker.ParseFailOn(s)
-	if err != nil {
-		return errors.New("want safety or all")
-	}
-	*f = failOnFlag(v)
-	return nil
-}
-
-const failOnUsage = "which anomalies fail: all, or safety (liveness anomalies are reported only)"
-
 func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
 	opts := locktorture.DefaultOptions()
 	opts.Registries = regs
@@ -310,13 +282,23 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
-	var expect expectFlag
+	var expect checker.Verdict
+	var failOn checker.FailOn
 	opts := locktorture.CheckOptions{Timeout: locktorture.DefaultOptions().CheckTimeout, Registries: regs}
 	fs := newFlags("check", stderr)
-	fs.Var(&expect, "expect", "exit 0 only if the verdict is this (valid or invalid)")
-	var failOn checker.FailOn
-	fs.Var((*failOnFlag)(&failOn), "fail-on", failOnUsage)
-	fs.DurationVar(&opts.Timeout, "check-timeout", opts.Timeout, "time limit of the linearizability check")
+	err := addShared(fs, checkShared, func(decl settings.Setting, v any) {
+		switch decl.Name {
+		case expectSetting.Name:
+			expect = checker.Verdict(v.(string))
+		case "fail-on":
+			failOn = checker.FailOn(v.(string))
+		case "check-timeout":
+			opts.Timeout = v.(time.Duration)
+		}
+	})
+	if err != nil {
+		return fail(stderr, fmt.Errorf("check: %v", err))
+	}
 	fs.StringVar(&opts.OutDir, "out", "", "directory that receives linearizability.html (default: nothing is written)")
 	path, help, err := parseOne(fs, args, stdout, "RUN_DIR or history.jsonl")
 	if code, stop := parseStop(help, err, "check", stderr); stop {
@@ -343,7 +325,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer, regs locktorture.Registri
 	for _, f := range res.Files {
 		fmt.Fprintf(stdout, "wrote %s\n", f)
 	}
-	return exitCode(res.Report.Gate(failOn), expect.v, stdout)
+	return exitCode(res.Report.Gate(failOn), expect, stdout)
 }
 
 func cmdList(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {

@@ -209,17 +209,53 @@ func QuoteArgs(args []string) string {
 // to run or to keep in JSON; nil for a history without a run header, or
 // one that cannot be replayed (history.RunInfo.ReplayLock says why). The
 // lock is its setting, so a lock program run from its command line comes
-// back as that exec: line; the program's own name is not a setting.
+// back as that exec: line; the program's own name is not a setting. It is
+// ReplaySettings as flags, so the command and locktorture.OptionsFromRun
+// replay the same run.
 func ReplayArgs(r *history.RunInfo) []string {
-	if r == nil {
-		return nil
-	}
-	lock, err := r.ReplayLock()
+	set, err := ReplaySettings(r)
 	if err != nil {
 		return nil
 	}
-	args := []string{"torture", "run", "--lock", lock}
-	add := func(flag, v string) { args = append(args, "--"+flag, v) }
+	args := []string{"torture", "run"}
+	for _, s := range set {
+		switch {
+		case s.Param && (s.Value == "0" || s.Value == "0s" || s.Value == "false"):
+			// Unset values are the flags' own defaults.
+		case s.Param && s.Value == "true":
+			// A boolean flag takes no separate value.
+			args = append(args, "--"+s.Name)
+		default:
+			args = append(args, "--"+s.Name, s.Value)
+		}
+	}
+	return args
+}
+
+// ReplaySetting is one setting of a recorded run, as the text its flag
+// takes.
+type ReplaySetting struct {
+	Name, Value string
+	// Param: the setting comes from the header's params, not from one of
+	// its own fields (lock, workload, topology, clients, keys, ttl, seed).
+	Param bool
+}
+
+// ReplaySettings are the settings that run the run of header r again, in
+// the order the replay command gives them: the header's own fields, then
+// every recorded param by name. It is the one reading of a header for a
+// replay: ReplayArgs writes it as flags, locktorture.OptionsFromRun sets
+// it on Options. An error says why the header cannot be replayed.
+func ReplaySettings(r *history.RunInfo) ([]ReplaySetting, error) {
+	if r == nil {
+		return nil, errors.New("the history has no run header to rebuild the run from")
+	}
+	lock, err := r.ReplayLock()
+	if err != nil {
+		return nil, err
+	}
+	set := []ReplaySetting{{Name: "lock", Value: lock}}
+	add := func(name, v string) { set = append(set, ReplaySetting{Name: name, Value: v}) }
 	if r.Workload != "" {
 		add("workload", r.Workload)
 	}
@@ -232,17 +268,9 @@ func ReplayArgs(r *history.RunInfo) []string {
 	add("seed", fmt.Sprint(r.Seed))
 	params := r.Settings()
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		switch v := params[k]; v {
-		case "0", "0s", "false":
-			// Unset values are the flags' own defaults.
-		case "true":
-			// A boolean flag takes no separate value.
-			args = append(args, "--"+k)
-		default:
-			add(k, v)
-		}
+		set = append(set, ReplaySetting{Name: k, Value: params[k], Param: true})
 	}
-	return args
+	return set, nil
 }
 
 // shellQuote quotes v for a POSIX shell when it needs it.
