@@ -249,6 +249,18 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 	if err != nil {
 		return fail(stderr, err)
 	}
+	printRun(stdout, res)
+	if res.Interrupted {
+		fmt.Fprintln(stderr, "torture: run interrupted; the verdict covers what was recorded")
+		return exitUsage
+	}
+	return exitCode(res.Verdict, expect, stdout)
+}
+
+// printRun prints what a run did and found: its operations, the harness's
+// own stalls, what its faults hit, the verdict's report and where the run
+// folder is.
+func printRun(stdout io.Writer, res *locktorture.Result) {
 	fmt.Fprintf(stdout, "%d ops in %.1fs (%.0f ops/s): %d acquired, %d failed, %d unknown, %d crashes\n",
 		res.Stats.Ops, res.Stats.Duration.Seconds(), res.Stats.OpsPerSec, res.Stats.Acquired,
 		res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.Crashes)
@@ -274,11 +286,6 @@ func cmdRun(args []string, stdout, stderr io.Writer, regs locktorture.Registries
 	if res.StoppedOnAnomaly {
 		fmt.Fprintln(stdout, "torture: run stopped at its first safety anomaly (--stop-on-anomaly)")
 	}
-	if res.Interrupted {
-		fmt.Fprintln(stderr, "torture: run interrupted; the verdict covers what was recorded")
-		return exitUsage
-	}
-	return exitCode(res.Verdict, expect, stdout)
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
