@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/locktorture/locktorture"
@@ -69,5 +70,16 @@ func TestReplayArgsAreRunFlags(t *testing.T) {
 	}
 	// A last, bad --clients makes the run stop at validation, after every
 	// flag before it parsed.
+	oneLineExit2(t, append(args[1:], "--clients", "0"), "--clients 0: want 1..10000")
+
+	// A zero or an off switch is what the run ran with, not "unset": a
+	// setting's default may be neither (lost-reply-rate is 0.2).
+	info.Params = map[string]string{"nemesis": "lost-reply", "lost_reply_rate": "0", "latency_all": "false", "overrun": "0"}
+	args = report.ReplayArgs(info)
+	for _, want := range []string{"--lost-reply-rate 0", "--latency-all=false", "--overrun 0"} {
+		if !strings.Contains(strings.Join(args, " "), want) {
+			t.Errorf("replay args %q lack %q", args, want)
+		}
+	}
 	oneLineExit2(t, append(args[1:], "--clients", "0"), "--clients 0: want 1..10000")
 }

@@ -220,12 +220,16 @@ func ReplayArgs(r *history.RunInfo) []string {
 	args := []string{"torture", "run"}
 	for _, s := range set {
 		switch {
-		case s.Param && (s.Value == "0" || s.Value == "0s" || s.Value == "false"):
-			// Unset values are the flags' own defaults.
 		case s.Param && s.Value == "true":
 			// A boolean flag takes no separate value.
 			args = append(args, "--"+s.Name)
+		case s.Param && s.Value == "false":
+			// Nor does one turned off: its default may be on.
+			args = append(args, "--"+s.Name+"=false")
 		default:
+			// A recorded zero is given too: a setting's default need not
+			// be zero (--lost-reply-rate is 0.2 unless told), and a
+			// header records only what the run ran with.
 			args = append(args, "--"+s.Name, s.Value)
 		}
 	}
