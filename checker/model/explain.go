@@ -69,16 +69,38 @@ func (l *linearizable) explain(r *Result, km *keyModel, failed []*keyCheck, dead
 		if p < len(partials) {
 			// The longest legal order, and among those the one that
 			// assumes the fewest operations of unknown outcome happened:
-			// it reads most like what the clients saw.
+			// it reads most like what the clients saw. porcupine lists
+			// the orders in no fixed order, so a last tie goes to the
+			// earliest calls: one history always reads the same.
 			best := -1
 			for _, seq := range partials[p] {
-				if n := guessed(seq); len(seq) > len(longest) || (len(seq) == len(longest) && n < best) {
+				n := guessed(seq)
+				switch {
+				case len(seq) > len(longest), len(seq) == len(longest) && n < best,
+					len(seq) == len(longest) && n == best && earlier(seq, longest):
 					longest, best = seq, n
 				}
 			}
 		}
 		r.Findings = append(r.Findings, kc.finding(km, model, parts[p], longest, written))
 	}
+}
+
+// earlier reports whether order a comes before order b when read as lists
+// of (call, return, client), the first difference deciding.
+func earlier(a, b []porcupine.Operation) bool {
+	for i := range min(len(a), len(b)) {
+		x, y := a[i], b[i]
+		switch {
+		case x.Call != y.Call:
+			return x.Call < y.Call
+		case x.Return != y.Return:
+			return x.Return < y.Return
+		case x.ClientId != y.ClientId:
+			return x.ClientId < y.ClientId
+		}
+	}
+	return len(a) < len(b)
 }
 
 // finding names the first operation (by return) that the longest legal
