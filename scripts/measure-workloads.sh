@@ -23,7 +23,7 @@ go build -o "$work/torture" ./cmd/torture
 
 field() { python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stats']; print(s.get(sys.argv[2], 0))" "$1" "$2"; }
 rss() { awk '{printf "%.0f", $1/1024}' "$1"; }
-echo "| lock + workload | lock + resource ops | lock ops/s | peak RSS MB | longest stall ms | CPU s per 100k ops | check RSS MB | report RSS MB |"
+echo "| lock + workload | lock + resource ops | lock ops/s | peak RSS MB | longest harness stall ms (0: none of 50 ms or more) | CPU s per 100k ops | check RSS MB | report RSS MB |"
 echo "|---|---|---|---|---|---|---|---|"
 for pair in token:mutex token:batch token:stock token:stock-lua fenced:fenced-unchecked fenced:fenced reentrant:reentrant; do
   lock="${pair%%:*}" wl="${pair#*:}"
