@@ -78,8 +78,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 	if h.Protocol < Version {
 		return fmt.Errorf("the harness speaks protocol %d; this program speaks %d", h.Protocol, Version)
 	}
-	// A later version (2, --share) is answered with 1, which this program
-	// speaks: the harness then ends the run with one line saying why.
+	// Version 2 (--share): one lock object serves every client of the
+	// hello, each client's requests on a goroutine of its own.
+	proto := min(h.Protocol, VersionShared)
+	s.shared = proto == VersionShared
+	s.client = h.Client
 	s.await = h.AwaitGo
 	lk, nodes, err := s.build(h, entry)
 	if err != nil {
@@ -90,14 +93,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 			_ = n.Close()
 		}
 	}()
-	if err := s.write(map[string]any{"type": typeHello, "protocol": Version, "name": "exec-" + entry.Name,
+	if err := s.write(map[string]any{"type": typeHello, "protocol": proto, "name": "exec-" + entry.Name,
 		"version": "1", "promises": Promises{}, "skips_go": true}); err != nil {
 		return err
 	}
-	reqs := make(chan Request, 1)
-	done := make(chan error, 1)
-	go func() { done <- s.work(ctx, lk, reqs) }()
-	defer close(reqs)
+	w := s.newWorkers(ctx, lk)
+	defer w.close()
 	for sc.Scan() {
 		var m struct {
 			Request
@@ -110,9 +111,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 		case typeGo:
 			s.release(m.Step)
 		case typeAcquire, typeRelease:
-			select {
-			case reqs <- m.Request:
-			case err := <-done:
+			if err := w.send(m.Request); err != nil {
 				return err
 			}
 		default:
@@ -130,11 +129,15 @@ type server struct {
 	mu     sync.Mutex
 	nstep  int64
 	goes   map[int64]chan struct{}
-	sent   []stepAt // the steps of the request running now
-	token  string   // the token the harness gave the running acquire
+	token  string // version 1: the token the harness gave the running acquire
 	leases map[string]*locks.Lease
 	nrenew int64
+	ntoken int64
 	await  bool // wait at each step for the harness's go
+	// shared: version 2, requests of several clients at once; client is
+	// the hello's, which names the tokens this program makes.
+	shared bool
+	client int
 }
 
 type stepAt struct {
@@ -142,7 +145,34 @@ type stepAt struct {
 	at time.Time
 }
 
+// served is one request being served: the steps it sent, for a refusal's
+// step numbers. The request's context carries it.
+type served struct {
+	id   int64
+	sent []stepAt
+}
+
 type reqKey struct{}
+
+// servedOf is the request a context serves, nil outside one.
+func servedOf(ctx context.Context) *served {
+	c, _ := ctx.Value(reqKey{}).(*served)
+	return c
+}
+
+// newToken is the lock's Config.NewToken. In version 1 one request runs
+// at a time and its token is the harness's; in version 2 several acquires
+// of one lock object run at once, and the token it writes is made here,
+// unique in the run, and named in the reply.
+func (s *server) newToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.shared {
+		return s.token
+	}
+	s.ntoken++
+	return fmt.Sprintf("c%d-x%d", s.client, s.ntoken)
+}
 
 func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.UniversalClient, error) {
 	timeout := time.Duration(h.CommandTimeoutMs) * time.Millisecond
@@ -150,7 +180,7 @@ func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.Universa
 	cfg := locks.Config{Nodes: nodes, TTL: time.Duration(h.TTLMs) * time.Millisecond,
 		Wait: time.Duration(h.WaitMs) * time.Millisecond, CommandTimeout: timeout,
 		Rand: rand.New(rand.NewSource(h.Seed)), Client: h.Client,
-		NewToken: func() string { s.mu.Lock(); defer s.mu.Unlock(); return s.token },
+		NewToken: s.newToken,
 		Hooks:    locks.Hooks{Step: s.step, Renew: s.renew}}
 	if h.Retry.FirstMs == h.Retry.MaxMs {
 		cfg.RetryDelay = time.Duration(h.Retry.MaxMs) * time.Millisecond
@@ -201,17 +231,20 @@ func connect(h Hello, timeout time.Duration) []redis.UniversalClient {
 
 func (s *server) write(v any) error { return writeLine(&s.wmu, s.out, v) }
 
-// work runs the requests one after the other.
+// work runs one client's requests one after the other.
 func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) error {
 	for r := range reqs {
-		rctx := context.WithValue(ctx, reqKey{}, r.ID)
-		s.mu.Lock()
-		s.sent, s.token = s.sent[:0], r.Token
-		s.mu.Unlock()
+		c := &served{id: r.ID}
+		rctx := context.WithValue(ctx, reqKey{}, c)
+		if !s.shared {
+			s.mu.Lock()
+			s.token = r.Token
+			s.mu.Unlock()
+		}
 		reply := map[string]any{"type": typeReply, "id": r.ID}
 		if r.Type == typeAcquire {
 			lease, err := lk.Acquire(rctx, r.Key)
-			s.acquired(reply, lease, err)
+			s.acquired(reply, c, lease, err)
 		} else {
 			s.mu.Lock()
 			lease := s.leases[r.Token]
@@ -238,7 +271,7 @@ func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) e
 }
 
 // acquired fills an acquire's reply from the lock's outcome.
-func (s *server) acquired(reply map[string]any, lease *locks.Lease, err error) {
+func (s *server) acquired(reply map[string]any, c *served, lease *locks.Lease, err error) {
 	var ref *locks.RefusedError
 	switch {
 	case err == nil:
@@ -248,7 +281,7 @@ func (s *server) acquired(reply map[string]any, lease *locks.Lease, err error) {
 		s.mu.Unlock()
 	case errors.As(err, &ref):
 		reply["outcome"], reply["reason"] = outRefused, ref.Reason
-		reply["held_from_step"], reply["last_write_step"] = s.stepBefore(ref.HeldFrom), s.stepBefore(ref.HeldTo)
+		reply["held_from_step"], reply["last_write_step"] = s.stepBefore(c, ref.HeldFrom), s.stepBefore(c, ref.HeldTo)
 		reply["cleaned"] = true
 	case errors.Is(err, locks.ErrNotAcquired):
 		reply["outcome"] = outNotAcquired
@@ -257,13 +290,13 @@ func (s *server) acquired(reply map[string]any, lease *locks.Lease, err error) {
 	}
 }
 
-// stepBefore is the last step of the running request sent no later than t
-// (its first when none was).
-func (s *server) stepBefore(t time.Time) int64 {
+// stepBefore is the last step of request c sent no later than t (its
+// first when none was).
+func (s *server) stepBefore(c *served, t time.Time) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
-	for _, st := range s.sent {
+	for _, st := range c.sent {
 		if n == 0 || !st.at.After(t) {
 			n = st.n
 		}
@@ -273,7 +306,11 @@ func (s *server) stepBefore(t time.Time) int64 {
 
 // step announces a command and waits for the harness's go.
 func (s *server) step(ctx context.Context, point string) error {
-	req, _ := ctx.Value(reqKey{}).(int64)
+	c := servedOf(ctx)
+	var req int64
+	if c != nil {
+		req = c.id
+	}
 	ch := make(chan struct{})
 	s.mu.Lock()
 	s.nstep++
@@ -292,9 +329,9 @@ func (s *server) step(ctx context.Context, point string) error {
 	} else {
 		s.release(n)
 	}
-	if req != 0 {
+	if c != nil {
 		s.mu.Lock()
-		s.sent = append(s.sent, stepAt{n, time.Now()})
+		c.sent = append(c.sent, stepAt{n, time.Now()})
 		s.mu.Unlock()
 	}
 	return nil

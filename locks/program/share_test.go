@@ -31,19 +31,31 @@ func TestShareRedisPy(t *testing.T) {
 	})
 }
 
-// TestShareNeedsVersion2: a program that speaks only version 1 (the Go
-// reference program) under --share ends the run with one line naming it
-// and the version it must speak.
+// TestShareExecToken: the reference program serves the clients that share
+// its lock object at once (protocol version 2). The token lock keeps each
+// acquire's token with its lease, so sharing the object costs it nothing:
+// it holds fault-free, and under overrun a holder outlives its lease but
+// never deletes another's lock.
+func TestShareExecToken(t *testing.T) {
+	runCases(t, []verdictCase{
+		{"exec-token fault-free", shared("exec-token", 0), verdict{valid: true}},
+		{"exec-token overrun", shared("exec-token", 0.3), verdict{want: checker.KindDoubleHolder, absent: checker.KindForeignRelease}},
+	})
+}
+
+// TestShareNeedsVersion2: a program that speaks only version 1 under
+// --share ends the run with one line naming it and the version it must
+// speak.
 func TestShareNeedsVersion2(t *testing.T) {
 	testredis.Need(t)
-	o := shared("exec-token", 0)
+	o := shared("exec:sh testdata/await-every-go.sh", 0)
 	o.OutDir = t.TempDir()
 	_, err := locktorture.Run(context.Background(), o)
 	if err == nil {
 		t.Fatal("run passed, want an error")
 	}
 	msg := err.Error()
-	for _, w := range []string{"exec-token", "protocol 1", "--share 2", "protocol 2"} {
+	for _, w := range []string{"literal", "protocol 1", "--share 2", "protocol 2"} {
 		if !strings.Contains(msg, w) || strings.Contains(msg, "\n") {
 			t.Errorf("error %q: want one line saying %q", msg, w)
 		}
