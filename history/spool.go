@@ -70,10 +70,13 @@ func (s *spool) handOff() {
 	}
 }
 
-// tryHandOff hands over what was added unless the writer is behind: the
-// periodic flush must not wait, a full buffer will go soon anyway.
+// tryHandOff hands over what was added when no buffer waits for the
+// writer: the periodic flush is for a writer with nothing to do (a quiet
+// run's last moments reach the file), and must neither wait nor fill the
+// queue with small buffers while the file is slow, which would make the
+// recorder wait long before spoolDepth full ones.
 func (s *spool) tryHandOff() {
-	if len(s.cur) == 0 || len(s.full) == cap(s.full) {
+	if len(s.cur) == 0 || len(s.full) > 0 {
 		return
 	}
 	s.handOff()

@@ -327,6 +327,12 @@ func (r *Runner) retire(p *Process, err error) {
 		delete(r.current, p.Client)
 	}
 	r.mu.Unlock()
+	if p.shared != nil && p.shared.dead() && !fatal(err) && !errors.Is(err, ErrCrashed) && !errors.Is(err, ErrAbandon) {
+		// Its group was killed as the run ended, and this client saw the
+		// end first: it died with the others all the same, and the
+		// history says so for every client of the group.
+		err = ErrCrashed
+	}
 	if fatal(err) {
 		r.fail(err)
 	} else if errors.Is(err, ErrCrashed) || errors.Is(err, ErrAbandon) {
