@@ -91,6 +91,12 @@ func (s *fileSet) addModules(ctx context.Context, root, prefix string, keep func
 	if err != nil {
 		return err
 	}
+	return s.addDebFiles(ctx, pkgs, keep)
+}
+
+// addDebFiles adds the files of Debian packages pkgs that keep accepts,
+// each with the libraries it links.
+func (s *fileSet) addDebFiles(ctx context.Context, pkgs []string, keep func(string) bool) error {
 	files, err := debFiles(ctx, pkgs, keep)
 	if err != nil {
 		return err

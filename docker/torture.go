@@ -169,18 +169,9 @@ func (s *fileSet) addFaketime(ctx context.Context) error {
 			return fmt.Errorf("Debian package %s is not installed (scripts/install-deps.sh installs it)", pkg)
 		}
 	}
-	files, err := debFiles(ctx, []string{"faketime", "libfaketime"}, func(p string) bool {
+	return s.addDebFiles(ctx, []string{"faketime", "libfaketime"}, func(p string) bool {
 		return strings.HasPrefix(p, "/usr/bin/") || strings.Contains(filepath.Base(p), ".so")
 	})
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := s.addELF(ctx, f, f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // tagPattern is a Docker image reference: an optional registry host (and
