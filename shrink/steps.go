@@ -150,7 +150,13 @@ func rate(param string) dimension {
 		mk := func(to float64) proposal {
 			r := cloneHeader(cur)
 			r.Params[param] = strconv.FormatFloat(to, 'g', 4, 64)
-			return proposal{fmt.Sprintf("%s %v -> %v", param, v, r.Params[param]), r}
+			desc := fmt.Sprintf("%s %v -> %v", param, v, r.Params[param])
+			if to == 0 {
+				// Not needed at all: the setting's own default (0, both
+				// for overrun and abandon), so the command leaves it out.
+				delete(r.Params, param)
+			}
+			return proposal{desc, r}
 		}
 		out := []proposal{mk(0)}
 		if half := v / 2; half >= minRate {
