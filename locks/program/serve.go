@@ -31,7 +31,13 @@ const ServeEnv = "LOCKTORTURE_SERVE_LOCK"
 // therefore be started as the reference client with its own path.
 func init() {
 	if name := os.Getenv(ServeEnv); name != "" {
-		os.Exit(serveMain(name))
+		// init runs on the main goroutine, which the runtime locks to the
+		// main thread until main starts: served from it, every wait for a
+		// line or a reply would hand the thread over and back (two futex
+		// calls and two context switches), most of what a request cost. So
+		// the program runs on a goroutine of its own, and this one waits.
+		go func() { os.Exit(serveMain(name)) }()
+		select {}
 	}
 }
 
