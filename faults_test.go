@@ -101,7 +101,7 @@ func TestNothingLeftBehind(t *testing.T) {
 		}
 		out := t.TempDir()
 		cmd := exec.Command(bin, "run", "--lock", "token", "--ttl", "300ms", "--duration", "60s", "--seed", "5",
-			"--nemesis", "pause-redis", "--nemesis-interval", "400ms", "--nemesis-duration", "2s",
+			"--faults", "pause-redis", "--nemesis-interval", "400ms", "--nemesis-duration", "2s",
 			"--out", out, "--run-id", "sigint", "--quiet")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -51,6 +51,15 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if back, err := OptionsFromRun(old, Registries{}); err != nil || back.NemesisInterval != time.Second || back.RedisRetries != nil {
 		t.Errorf("an older header: %v, interval %v, retries %v", err, back.NemesisInterval, back.RedisRetries)
 	}
+	// A header of before the faults setting had its name kept it as nemesis.
+	older := &history.RunInfo{Lock: "token", Clients: 4, Keys: 1, TTLMillis: 300, Params: map[string]string{"nemesis": "latency,pause-client"}}
+	if back, err := OptionsFromRun(older, Registries{}); err != nil || strings.Join(back.Faults, ",") != "latency,pause-client" {
+		t.Errorf("a header's nemesis param: %v, faults %v", err, back.Faults)
+	}
+	var viaAlias Options
+	if err := viaAlias.Set("nemesis", "latency"); err != nil || strings.Join(viaAlias.Faults, ",") != "latency" {
+		t.Errorf("Set(nemesis): %v, faults %v", err, viaAlias.Faults)
+	}
 	bad := &history.RunInfo{Lock: "token", Clients: 4, Keys: 1, TTLMillis: 300, Params: map[string]string{"colour": "red"}}
 	if _, err := OptionsFromRun(bad, Registries{}); err == nil || !strings.Contains(err.Error(), `unknown setting "colour"`) {
 		t.Errorf("an unknown header param: %v", err)

@@ -119,7 +119,8 @@ func runFields() []field {
 		bind(set("nodes", settings.Int, "redlock: 5", "masters of a multi-master topology"), both, func(o *Options) *int { return &o.Nodes }),
 		named(settings.Setting{Name: "persistence", Kind: settings.String, Choices: []string{"off", "everysec", "always"}, Default: "off",
 			Help: "redis persistence (AOF fsync)", Owner: "run"}, both, func(o *Options) *cluster.Persistence { return &o.Persistence }),
-		list(set("nemesis", settings.List, "none", "comma-separated faults to inject (see 'torture list')"), inHeader, func(o *Options) *[]string { return &o.Faults }),
+		list(settings.Setting{Name: "faults", Aliases: []string{"nemesis"}, Kind: settings.List, Default: "none", Owner: "run",
+			Help: "comma-separated faults to inject (see 'torture list')"}, inHeader, func(o *Options) *[]string { return &o.Faults }),
 		list(set("checkers", settings.List, "none", "checkers to run beyond the lock's and the workload's (see 'torture list')"), both, func(o *Options) *[]string { return &o.Checkers }),
 		bind(set("nemesis-interval", settings.Duration, d.NemesisInterval.String(), "mean quiet time between faults"), both, func(o *Options) *time.Duration { return &o.NemesisInterval }),
 		bind(set("nemesis-duration", settings.Duration, "the interval", "mean time a fault stays active"), both, func(o *Options) *time.Duration { return &o.NemesisDuration }),
@@ -215,7 +216,7 @@ func (o *Options) Set(name, text string) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	for _, f := range runFields() {
-		if f.Name == name {
+		if f.Name == decl.Name {
 			f.set(o, v)
 			return nil
 		}
@@ -223,7 +224,7 @@ func (o *Options) Set(name, text string) error {
 	if o.Settings == nil {
 		o.Settings = settings.Values{}
 	}
-	o.Settings[name] = v
+	o.Settings[decl.Name] = v
 	return nil
 }
 

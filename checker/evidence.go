@@ -13,13 +13,13 @@ import (
 const Untested Verdict = "untested"
 
 // RequestedFaults are the faults a run's header says it asked for (its
-// "nemesis" setting), in order; none for a fault-free run.
+// "faults" setting), in order; none for a fault-free run.
 func RequestedFaults(run *history.RunInfo) []string {
 	if run == nil {
 		return nil
 	}
 	var out []string
-	for _, f := range strings.Split(run.Params["nemesis"], ",") {
+	for _, f := range strings.Split(run.FaultsText(), ",") {
 		if f = strings.TrimSpace(f); f != "" && f != "none" {
 			out = append(out, f)
 		}

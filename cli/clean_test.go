@@ -42,7 +42,7 @@ func TestSignalsAndClean(t *testing.T) {
 	start := func(backend string) (*exec.Cmd, *syncBuffer) {
 		// pause-redis on a node at once and for long: the signal lands
 		// while a container is paused (or a process stopped).
-		cmd := exec.Command(bin, "run", "--backend", backend, "--lock", "token", "--nemesis", "pause-redis",
+		cmd := exec.Command(bin, "run", "--backend", backend, "--lock", "token", "--faults", "pause-redis",
 			"--nemesis-interval", "100ms", "--nemesis-duration", "30s", "--duration", "60s", "--ttl", "300ms",
 			"--quiet", "--out", t.TempDir())
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)

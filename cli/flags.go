@@ -73,6 +73,9 @@ func usageLine(s settings.Setting) string {
 func addSettings(fs *flag.FlagSet, all *settings.Set, set func(name, text string) error) {
 	for _, s := range all.All() {
 		fs.Var(settingFlag{decl: s, set: set}, s.Name, usageLine(s))
+		for _, a := range s.Aliases {
+			fs.Var(settingFlag{decl: s, set: set}, a, fmt.Sprintf("an older spelling of --%s", s.Name))
+		}
 	}
 }
 

@@ -64,7 +64,12 @@ func TestRunFlagsAreTheDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every setting is a flag, and so is each older spelling of one.
 	want := all.Names()
+	for _, s := range all.All() {
+		want = append(want, s.Aliases...)
+	}
+	sort.Strings(want)
 	sort.Strings(flags)
 	if strings.Join(flags, " ") != strings.Join(want, " ") {
 		t.Errorf("flags of run -h:\n  %v\ndeclared settings:\n  %v", flags, want)

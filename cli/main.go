@@ -352,7 +352,7 @@ func cmdList(args []string, stdout, stderr io.Writer, regs locktorture.Registrie
 		}
 	}
 	section("locks (--lock):", entries(regs.Locks.Entries()))
-	section("faults (--nemesis a,b,...):", entries(regs.Faults.Entries()))
+	section("faults (--faults a,b,...):", entries(regs.Faults.Entries()))
 	section("workloads (--workload):", entries(regs.Workloads.Entries()))
 	section("topologies (--topology):", entries(regs.Topologies.Entries()))
 	section("checkers (lock checkers always run; others with their workload or --checkers):", entries(regs.Checkers.Entries()))

@@ -23,7 +23,7 @@ func TestOutsideModule(t *testing.T) {
 		t.Fatalf("build the outside module: %v\n%s", err, out)
 	}
 
-	one := exec.Command(bin, "run", "--lock", "token", "--nemesis", "flush-keys", "--flush-mode", "async",
+	one := exec.Command(bin, "run", "--lock", "token", "--faults", "flush-keys", "--flush-mode", "async",
 		"--clients", "4", "--ttl", "300ms", "--hold", "50ms..100ms", "--duration", "3s", "--nemesis-interval", "500ms",
 		"--seed", "1", "--quiet", "--out", dir, "--run-id", "flush", "--expect", "invalid")
 	if out, err := one.CombinedOutput(); err != nil {

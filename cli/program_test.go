@@ -46,7 +46,7 @@ func TestUntestedFailsGate(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
-	args := []string{"run", "--lock", "token", "--nemesis", "crash-redis", "--target", "random", "--nemesis-interval", "1h",
+	args := []string{"run", "--lock", "token", "--faults", "crash-redis", "--target", "random", "--nemesis-interval", "1h",
 		"--duration", "1s", "--ttl", "300ms", "--expect", "valid", "--out", t.TempDir()}
 	var out, errb bytes.Buffer
 	if code := run(args, &out, &errb); code != exitInvalid {

@@ -171,9 +171,36 @@ func (r *RunInfo) Settings() map[string]string {
 		if v == "" || v == "default" || k == legacyProgramParam {
 			continue
 		}
+		if k == legacyFaultsParam {
+			k = FaultsParam
+		}
 		out[strings.ReplaceAll(k, "_", "-")] = v
 	}
 	return out
+}
+
+// FaultsParam is the header param that lists the faults a run asked for,
+// comma-separated; headers written before 2026-11-27 spelled it
+// legacyFaultsParam, as the --nemesis flag it came from.
+const (
+	FaultsParam       = "faults"
+	legacyFaultsParam = "nemesis"
+)
+
+// FaultsText is the header's list of requested faults as written ("a,b",
+// "none" or empty), under either spelling.
+func (r *RunInfo) FaultsText() string {
+	if v, ok := r.Params[FaultsParam]; ok {
+		return v
+	}
+	return r.Params[legacyFaultsParam]
+}
+
+// SetFaultsText sets the header's list of requested faults under today's
+// spelling, dropping an older one.
+func (r *RunInfo) SetFaultsText(v string) {
+	delete(r.Params, legacyFaultsParam)
+	r.Params[FaultsParam] = v
 }
 
 // IsLock reports whether op is an operation on a lock key (acquire,

@@ -15,6 +15,9 @@ func checkParams(all *settings.Set, p Params) error {
 		if !ok {
 			return fmt.Errorf("line %d: %w", p[k].Line, all.Unknown(k))
 		}
+		if k != decl.Name {
+			return fmt.Errorf("line %d: %q is an older spelling of %q: write %s:", p[k].Line, k, decl.Name, decl.Name)
+		}
 		if !locktorture.SpecKey(decl) {
 			return fmt.Errorf("line %d: setting %q belongs on the command line, not in a spec", p[k].Line, k)
 		}

@@ -176,7 +176,7 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 		}
 	}
 
-	faultRows := table(t, readme, "| `--nemesis` | what it does | what it shows |")
+	faultRows := table(t, readme, "| `--faults` | what it does | what it shows |")
 	readmeFaults := map[string][]string{}
 	for _, row := range faultRows {
 		kinds, classes, lks := claims(row[2], lockNames)

@@ -89,7 +89,7 @@ func TestParseBad(t *testing.T) {
 		{"unknown top field", "colour: red\ncells: []\n", "field colour not found"},
 		{"unknown cell field", cell("    lock: token\n    expect: holds\n    colour: red\n"), `cell 1 (c1): line 6: unknown setting "colour"`},
 		{"unknown default field", "defaults: {tll: 1s}\ncells: [{lock: token, expect: holds}]\n", `defaults: line 1: unknown setting "tll"`},
-		{"near miss", cell("    lock: token\n    expect: holds\n    nemesis-intervall: 1s\n"), "did you mean nemesis, nemesis-duration, nemesis-interval"},
+		{"near miss", cell("    lock: token\n    expect: holds\n    nemesis-intervall: 1s\n"), "did you mean nemesis-duration, nemesis-interval"},
 		{"command-line setting", cell("    lock: token\n    expect: holds\n    seed: 4\n"), `setting "seed" belongs on the command line`},
 		{"bad default value", "defaults: {clients: many}\ncells: [{lock: token, expect: holds}]\n", `defaults: line 1: clients: want an integer, got "many"`},
 		{"unknown lock", cell("    lock: nope\n    expect: holds\n"), `cell 1 (c1): unknown lock "nope"`},

@@ -144,7 +144,7 @@ func indexRows(runs []RunDir) []indexRow {
 		if ri := r.Run; ri != nil {
 			row.Started, row.Lock = fmtStarted(ri.Started), ri.LockLabel()
 			row.Setup = fmt.Sprintf("%s, %s, %d clients, ttl %v, seed %d", ri.Workload, ri.Topology, ri.Clients, ri.TTL(), ri.Seed)
-			row.Faults = ri.Params["nemesis"]
+			row.Faults = ri.FaultsText()
 		}
 		rows[i] = row
 	}

@@ -220,13 +220,13 @@ func TestAnomalyPlacementAndWindows(t *testing.T) {
 func TestReplayCommand(t *testing.T) {
 	h := secondConfusion(t)
 	got := ReplayCommand(h.Run)
-	want := "torture run --lock set-px --workload mutex --topology single --clients 3 --keys 1 --ttl 100ms --seed 7 --hold 10ms..40ms --nemesis pause-client --overrun 0.3"
+	want := "torture run --lock set-px --workload mutex --topology single --clients 3 --keys 1 --ttl 100ms --seed 7 --faults pause-client --hold 10ms..40ms --overrun 0.3"
 	if got != want {
 		t.Errorf("replay:\n got %s\nwant %s", got, want)
 	}
 	r := *h.Run
 	r.Params = map[string]string{"nemesis": "a b; rm -rf /"}
-	if got := ReplayCommand(&r); !strings.HasSuffix(got, `--nemesis 'a b; rm -rf /'`) {
+	if got := ReplayCommand(&r); !strings.HasSuffix(got, `--faults 'a b; rm -rf /'`) {
 		t.Errorf("unquoted parameter: %s", got)
 	}
 	// A lock program replays by its lock setting; its own name is no flag,

@@ -275,7 +275,7 @@ func TestBrowserReportOfBrokenRun(t *testing.T) {
 		t.Errorf("%d plots, want throughput and latency", v.Plots)
 	case v.ScrollY <= 0 || v.FirstTop < -5 || v.FirstTop > 200:
 		t.Errorf("the first anomaly is not in view on opening (scrollY %v, its top at %v)", v.ScrollY, v.FirstTop)
-	case !strings.Contains(v.Replay, "--lock set-px") || !strings.Contains(v.Replay, "--seed 3") || !strings.Contains(v.Replay, "--nemesis pause-client"):
+	case !strings.Contains(v.Replay, "--lock set-px") || !strings.Contains(v.Replay, "--seed 3") || !strings.Contains(v.Replay, "--faults pause-client"):
 		t.Errorf("replay command %q", v.Replay)
 	}
 	// The whole-run overview with its fault labels, and the plots.

@@ -46,6 +46,9 @@ type Setting struct {
 	// Owner names who declared it: "run" for a run's own settings, else
 	// "fault latency", "lock redlock", ...
 	Owner string
+	// Aliases are older spellings of Name, still accepted as flags and
+	// header params; their help says which setting is meant.
+	Aliases []string
 }
 
 // Span is the value of a Range setting.
@@ -220,12 +223,18 @@ func (s *Set) Add(decls ...Setting) error {
 			continue
 		}
 		s.by[d.Name] = len(s.list)
+		for _, a := range d.Aliases {
+			if _, taken := s.by[a]; taken {
+				return fmt.Errorf("setting %q: its alias %q names another setting", d.Name, a)
+			}
+			s.by[a] = len(s.list)
+		}
 		s.list = append(s.list, d)
 	}
 	return nil
 }
 
-// Lookup returns the setting called name.
+// Lookup returns the setting called name, or whose alias name is.
 func (s *Set) Lookup(name string) (Setting, bool) {
 	i, ok := s.by[name]
 	if !ok {

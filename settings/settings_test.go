@@ -70,3 +70,20 @@ func TestSetAdd(t *testing.T) {
 		t.Errorf("near miss: %v", err)
 	}
 }
+
+func TestSetAlias(t *testing.T) {
+	var s Set
+	if err := s.Add(Setting{Name: "faults", Aliases: []string{"nemesis"}, Kind: List, Owner: "run"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Lookup("nemesis"); !ok || got.Name != "faults" {
+		t.Errorf("Lookup(nemesis) = %q, %v; want the faults setting", got.Name, ok)
+	}
+	if names := strings.Join(s.Names(), " "); names != "faults" {
+		t.Errorf("names %q: an alias is no setting of its own", names)
+	}
+	err := s.Add(Setting{Name: "other", Aliases: []string{"faults"}, Kind: Int, Owner: "lock mine"})
+	if err == nil || !strings.Contains(err.Error(), `its alias "faults" names another setting`) {
+		t.Errorf("an alias taking a setting's name: %v", err)
+	}
+}

@@ -105,7 +105,7 @@ func TestShrinkSearch(t *testing.T) {
 		t.Errorf("from %v", res.From)
 	}
 	cmd := strings.Join(res.Smallest, " ")
-	for _, part := range []string{"torture run --lock token", "--clients 3", "--keys 1", "--seed 7", "--duration 1s", "--nemesis pause-client", "--nemesis-interval 250ms", "--nemesis-duration 1s"} {
+	for _, part := range []string{"torture run --lock token", "--clients 3", "--keys 1", "--seed 7", "--duration 1s", "--faults pause-client", "--nemesis-interval 250ms", "--nemesis-duration 1s"} {
 		if !strings.Contains(cmd, part) {
 			t.Errorf("smallest command %q lacks %q", cmd, part)
 		}

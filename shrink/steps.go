@@ -87,11 +87,11 @@ func duration(cur history.RunInfo) []proposal {
 }
 
 func faults(cur history.RunInfo) []proposal {
-	list := settings.SplitList(cur.Params["nemesis"])
+	list := settings.SplitList(cur.FaultsText())
 	var out []proposal
 	for i, f := range list {
 		r := cloneHeader(cur)
-		r.Params["nemesis"] = strings.Join(slices.Delete(slices.Clone(list), i, i+1), ",")
+		r.SetFaultsText(strings.Join(slices.Delete(slices.Clone(list), i, i+1), ","))
 		out = append(out, proposal{"drop fault " + f, r})
 	}
 	return out
@@ -106,7 +106,7 @@ const minInterval = 250 * time.Millisecond
 // that needs its fault cannot be much shorter than the interval; with the
 // fault sooner, the search's next pass can cut the duration again.
 func sooner(cur history.RunInfo) []proposal {
-	if len(settings.SplitList(cur.Params["nemesis"])) == 0 {
+	if len(settings.SplitList(cur.FaultsText())) == 0 {
 		return nil
 	}
 	iv := paramDuration(cur, "nemesis-interval", locktorture.DefaultOptions().NemesisInterval)
