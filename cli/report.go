@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/report"
+	"github.com/locktorture/locktorture/settings"
 )
 
 // cmdReport writes report.html of a run folder again from its saved history,
@@ -22,10 +23,17 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	timeout := locktorture.DefaultOptions().CheckTimeout
 	fs := newFlags("report", stderr)
 	fs.BoolVar(&all, "all", false, "for a results folder: also write every run's report.html")
-	fs.DurationVar(&timeout, "check-timeout", timeout, "time limit of the linearizability check of a history without summary.json")
+	// A history without summary.json is checked first, under the run's
+	// own declaration of the time limit.
+	if err := addShared(fs, []string{"check-timeout"}, func(_ settings.Setting, v any) { timeout = v.(time.Duration) }); err != nil {
+		return fail(stderr, fmt.Errorf("report: %v", err))
+	}
 	path, help, err := parseOne(fs, args, stdout, "RUN_DIR, history.jsonl or results folder")
 	if code, stop := parseStop(help, err, "report", stderr); stop {
 		return code
+	}
+	if timeout <= 0 {
+		return fail(stderr, fmt.Errorf("report: --check-timeout %v: want a positive duration", timeout))
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
