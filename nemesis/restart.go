@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -169,36 +170,39 @@ func (f *restartNode) Start(ctx context.Context, t *Target, rng *rand.Rand, mark
 		}
 		return f.restartDown(ctx, mark, fmt.Sprintf("restarted empty after %v", downtime(t)))
 	}
+	// All down together and back together: one restart's time (about a
+	// tenth of a second) rather than one a victim, so the lease aimed at
+	// is still held, in most holds, when its quorum comes back without it.
 	for i, n := range victims {
 		if err := f.kill(n); err != nil {
 			return err
 		}
 		if i == 0 {
-			mark.Began(n.Name + " (killed)")
-		} else {
-			mark.Step(n.Name + " killed")
-		}
-		how := "restarted empty at once"
-		if f.fsync {
-			how = "restarted from its AOF (fsync always)"
-		}
-		if err := f.restartDown(ctx, mark, how); err != nil {
-			return err
+			mark.Began(nodeNames(victims) + " (killed)")
 		}
 	}
-	return nil
+	how := "restarted empty at once"
+	if f.fsync {
+		how = "restarted from its AOF (fsync always)"
+	}
+	return f.restartDown(ctx, mark, how)
 }
 
 // lease waits for a live lease to aim at and returns it with the masters
-// that hold it. restart-empty prefers, for a few TTLs, one held on no more
-// than a bare majority (one restart breaks it); then any live lease will
-// do. The controls take the first live lease.
+// that hold it. restart-empty prefers, for half a TTL, a lease just granted
+// (its holder is then likely to hold on past the restart, when a waiter
+// takes the key from the emptied majority) or one held on no more than a
+// bare majority (one restart breaks it); then any live lease will do. The
+// controls take the first live lease.
 func (f *restartNode) lease(ctx context.Context, t *Target, rng *rand.Rand, nodes []*cluster.Node) (ProtocolEvent, []*cluster.Node, error) {
 	if !f.delayed && !f.fsync {
 		quorum := len(t.Topology.Nodes())/2 + 1
 		narrow := *t
-		narrow.Patience = min(t.patience()/2, 2*t.TTL)
-		e, h, err := liveLease(ctx, &narrow, rng, nodes, true, func(_ ProtocolEvent, h []*cluster.Node) bool { return len(h) <= quorum })
+		narrow.Patience = min(t.patience()/2, t.TTL/2)
+		young := max(t.TTL/20, 20*time.Millisecond)
+		e, h, err := liveLease(ctx, &narrow, rng, nodes, true, func(e ProtocolEvent, h []*cluster.Node) bool {
+			return len(h) <= quorum || time.Since(e.At) <= young
+		})
 		if !errors.Is(err, ErrNoTarget) {
 			return e, h, err
 		}
@@ -219,17 +223,32 @@ func (f *restartNode) kill(n *cluster.Node) error {
 	return nil
 }
 
-// restartDown starts every node this fault killed again.
+// restartDown starts every node this fault killed again, all at once, and
+// marks them back in order once all are. Those that fail to start stay
+// down for Heal.
 func (f *restartNode) restartDown(ctx context.Context, mark Marker, how string) error {
-	for len(f.down) > 0 {
-		n := f.down[0]
-		if err := n.Restart(context.WithoutCancel(ctx)); err != nil {
-			return fmt.Errorf("restart %s: %w", n.Name, err)
-		}
-		f.down = f.down[1:]
-		mark.Step(n.Name + " " + how)
+	errs := make([]error, len(f.down))
+	var wg sync.WaitGroup
+	for i, n := range f.down {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = n.Restart(context.WithoutCancel(ctx)); errs[i] != nil {
+				errs[i] = fmt.Errorf("restart %s: %w", n.Name, errs[i])
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	var still []*cluster.Node
+	for i, n := range f.down {
+		if errs[i] != nil {
+			still = append(still, n)
+		} else {
+			mark.Step(n.Name + " " + how)
+		}
+	}
+	f.down = still
+	return errors.Join(errs...)
 }
 
 // Heal makes sure every node runs again; a delayed restart still waits out

@@ -251,7 +251,7 @@ func (r *Runner) Prepare() {
 		go func() {
 			defer wg.Done()
 			rng := clientRand(r.cfg.Seed, c)
-			p, err := r.spawn(c, rng)
+			p, err := r.spawn(context.Background(), c, rng)
 			out[c] = spawned{p, err, rng}
 		}()
 	}
@@ -287,7 +287,7 @@ func (r *Runner) client(ctx, ops context.Context, w Workload, c int) {
 		if s, ok := r.first(c); ok && incarnation == 0 {
 			p, err, rng = s.p, s.err, s.rng
 		} else {
-			p, err = r.spawn(c, rng)
+			p, err = r.spawn(ctx, c, rng)
 		}
 		if fatal(err) {
 			r.fail(err)

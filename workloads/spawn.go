@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -12,8 +14,8 @@ import (
 )
 
 // spawn starts an incarnation of client c: its own gate, connections and
-// lock, or its place in its group's (see group).
-func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
+// lock, or its place in its group's (see group), connected before it works.
+func (r *Runner) spawn(ctx context.Context, c int, rng *rand.Rand) (*Process, error) {
 	p := &Process{Client: c, Rand: rand.New(rand.NewSource(rng.Int63())), r: r}
 	p.id.Store(int64(r.newProcessID()))
 	p.lastToken.Store("")
@@ -26,6 +28,7 @@ func (r *Runner) spawn(c int, rng *rand.Rand) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	warm(ctx, p.Nodes)
 	r.mu.Lock()
 	r.current[c] = p
 	r.mu.Unlock()
@@ -53,6 +56,30 @@ func (r *Runner) own(p *Process, rng *rand.Rand) error {
 	}
 	p.Lock, p.Nodes = lk, nodes
 	return nil
+}
+
+// warmBound bounds a new process's first PING to each of its nodes.
+const warmBound = time.Second
+
+// warm opens a new process's connections before its first operation, as an
+// application connects at start-up: a lock whose per-node timeout is a few
+// tens of milliseconds (Redlock's, a tenth of the TTL) would otherwise
+// spend it on the dial through the fault proxies, and on a busy machine
+// with many clients and nodes every fresh process would fail its every
+// attempt, each failure making a fresh process again. Errors are left to
+// the operations: a node down now may be back by then.
+func warm(ctx context.Context, nodes []redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(ctx, warmBound)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = n.Ping(ctx).Err()
+		}()
+	}
+	wg.Wait()
 }
 
 // build opens client c's connections through gate and builds a lock over
