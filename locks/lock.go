@@ -27,6 +27,12 @@ import (
 // leaves the outcome unknown (a timeout or reset may hide a write that landed).
 var ErrNotAcquired = errors.New("lock not acquired")
 
+// ErrCrashed is what a call returns when the client process that made it
+// was killed under it: by the nemesis, or by the harness replacing a lock
+// program that went silent. The workload then starts a fresh process, as
+// after any crash.
+var ErrCrashed = errors.New("client process crashed")
+
 // RefusedError is an acquire that was not granted although the lock held
 // the key for this client during the call: a lease that came back too late
 // and was deleted again, say. It is a definite failure (errors.Is(err,

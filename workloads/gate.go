@@ -2,16 +2,18 @@ package workloads
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"net"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/locktorture/locktorture/locks"
 )
 
-// ErrCrashed is returned from every step of a process the nemesis killed.
-var ErrCrashed = errors.New("client process crashed")
+// ErrCrashed is returned from every step of a process the nemesis killed
+// (locks.ErrCrashed: a lock that runs its own process says it too).
+var ErrCrashed = locks.ErrCrashed
 
 // Gate is one client process's world, which a nemesis can stop or end. The
 // process's loop, its lock's background goroutines (the watchdog) and its

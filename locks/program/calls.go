@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/locks"
-	"github.com/locktorture/locktorture/workloads"
 )
 
 // keptSteps is how many recent steps a refusal can name.
@@ -163,7 +162,7 @@ func (l *Lock) roundTrip(ctx context.Context, req Request, bound time.Duration) 
 			}
 			l.Kill()
 			return message{}, fmt.Errorf("%w: %s gave no reply to %s %d within %v; killed, a fresh process takes its place",
-				workloads.ErrCrashed, l.labelNow(), req.Type, req.ID, bound)
+				locks.ErrCrashed, l.labelNow(), req.Type, req.ID, bound)
 		}
 	}
 }

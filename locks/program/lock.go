@@ -15,7 +15,6 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/locks"
-	"github.com/locktorture/locktorture/workloads"
 )
 
 // Command is a lock program: what to run and what to add to its environment.
@@ -264,7 +263,7 @@ func (l *Lock) deadErr(when, expected string) error {
 		return &locks.FatalError{Err: l.broken}
 	}
 	if l.killed {
-		return workloads.ErrCrashed
+		return locks.ErrCrashed
 	}
 	return &locks.FatalError{Err: fmt.Errorf("%s: stopped reading its stdin %s; expected %s", l.label, when, expected)}
 }
