@@ -58,8 +58,11 @@ func (r *Runner) own(p *Process, rng *rand.Rand) error {
 	return nil
 }
 
-// warmBound bounds a new process's first PING to each of its nodes.
-const warmBound = time.Second
+// warmBound bounds a new process's first PING to each of its nodes: ample
+// for a dial through the proxies of a busy machine, and short where a node
+// is paused or cut off (the process then starts as it would have, its
+// first command finding the fault).
+const warmBound = 250 * time.Millisecond
 
 // warm opens a new process's connections before its first operation, as an
 // application connects at start-up: a lock whose per-node timeout is a few
