@@ -118,6 +118,61 @@ func TestRestartFaults(t *testing.T) {
 	}
 }
 
+// TestRestartVictimsTogether: the masters restart-empty kills for one
+// lease are all down at once before any comes back; then every one is back
+// empty, marked back in the order they were killed, and none is left
+// counted down; the masters it spared keep their keys.
+func TestRestartVictimsTogether(t *testing.T) {
+	testredis.Need(t)
+	ctx := context.Background()
+	f := newRestartEmpty(Options{}).(*restartNode)
+	topo := startFaultTopology(t, "redlock", 5, f)
+	nodes := topo.Nodes()
+	for _, n := range nodes {
+		if err := directTo(t, n).Set(ctx, "lock", "mine", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victims := []*cluster.Node{nodes[3], nodes[0], nodes[2]}
+	for _, n := range victims {
+		if err := f.kill(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range victims {
+		if err := directTo(t, n).Ping(ctx).Err(); err == nil {
+			t.Errorf("%s answers after its kill, want all victims down together", n.Name)
+		}
+	}
+	m := &recordedMarks{}
+	if err := f.restartDown(ctx, m, "restarted empty at once"); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, n := range victims {
+		want = append(want, n.Name+" restarted empty at once")
+	}
+	if got := strings.Join(m.marks, "; "); got != strings.Join(want, "; ") {
+		t.Errorf("marks %q, want %q", got, strings.Join(want, "; "))
+	}
+	if len(f.down) != 0 {
+		t.Errorf("%d nodes still counted down after every restart succeeded", len(f.down))
+	}
+	for i, n := range nodes {
+		v, err := directTo(t, n).Get(ctx, "lock").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+		want := "mine"
+		if i == 0 || i == 2 || i == 3 {
+			want = ""
+		}
+		if v != want {
+			t.Errorf("%s holds %q, want %q", n.Name, v, want)
+		}
+	}
+}
+
 // TestRedlockFaultsRefuseOneNode: the faults about a minority or a majority
 // of masters say why they cannot run on one node.
 func TestRedlockFaultsRefuseOneNode(t *testing.T) {

@@ -210,6 +210,9 @@ func (s *Set) Add(decls ...Setting) error {
 		}
 		if i, ok := s.by[d.Name]; ok {
 			prev := &s.list[i]
+			if prev.Name != d.Name {
+				return fmt.Errorf("setting %q of %s: the name is an older spelling of %q", d.Name, d.Owner, prev.Name)
+			}
 			if prev.Kind != d.Kind {
 				return fmt.Errorf("setting %q: %s declares it a %s, %s a %s", d.Name, prev.Owner, prev.Kind, d.Owner, d.Kind)
 			}

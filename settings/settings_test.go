@@ -86,4 +86,8 @@ func TestSetAlias(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `its alias "faults" names another setting`) {
 		t.Errorf("an alias taking a setting's name: %v", err)
 	}
+	err = s.Add(Setting{Name: "nemesis", Kind: List, Owner: "fault mine"})
+	if err == nil || !strings.Contains(err.Error(), `the name is an older spelling of "faults"`) {
+		t.Errorf("a setting named as another's alias: %v", err)
+	}
 }

@@ -1,10 +1,11 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -91,13 +92,8 @@ func (l *linearizable) explain(r *Result, km *keyModel, failed []*keyCheck, dead
 func earlier(a, b []porcupine.Operation) bool {
 	for i := range min(len(a), len(b)) {
 		x, y := a[i], b[i]
-		switch {
-		case x.Call != y.Call:
-			return x.Call < y.Call
-		case x.Return != y.Return:
-			return x.Return < y.Return
-		case x.ClientId != y.ClientId:
-			return x.ClientId < y.ClientId
+		if c := cmp.Or(cmp.Compare(x.Call, y.Call), cmp.Compare(x.Return, y.Return), cmp.Compare(x.ClientId, y.ClientId)); c != 0 {
+			return c < 0
 		}
 	}
 	return len(a) < len(b)
@@ -192,19 +188,9 @@ func describeCulprit(km *keyModel, in *lockInput) string {
 // sortStates orders states so that searches, and the explanation of a
 // failure, do not depend on map iteration order.
 func sortStates(s []lockState) {
-	sort.Slice(s, func(i, j int) bool {
-		a, b := s[i], s[j]
-		switch {
-		case a.holder != b.holder:
-			return a.holder < b.holder
-		case a.start != b.start:
-			return a.start < b.start
-		case a.now != b.now:
-			return a.now < b.now
-		case a.applied != b.applied:
-			return a.applied < b.applied
-		}
-		return a.ghosts < b.ghosts
+	slices.SortFunc(s, func(a, b lockState) int {
+		return cmp.Or(cmp.Compare(a.holder, b.holder), cmp.Compare(a.start, b.start), cmp.Compare(a.now, b.now),
+			cmp.Compare(a.applied, b.applied), cmp.Compare(a.ghosts, b.ghosts))
 	})
 }
 
