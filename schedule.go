@@ -30,6 +30,7 @@ func (r *run) runSchedule(ctx context.Context) error {
 	start := time.Now()
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); sched.Run(runCtx, target) }()
+	awaitAimedFault(runCtx, sched, target, c.watch)
 	c.runner.Run(runCtx, c.wl, 2*opts.TTL+opts.Wait+5*time.Second)
 	stop()
 	<-schedDone
@@ -87,3 +88,24 @@ func startProgress(ctx context.Context, fn func(Status), r *workloads.Runner, re
 	}()
 	return done
 }
+
+// firstAimWait bounds how long the clients wait for the first aimed fault
+// to begin waiting for its step: a Start that reads the topology first
+// takes a few milliseconds.
+const firstAimWait = 200 * time.Millisecond
+
+// awaitAimedFault returns once the first fault, if it aims at the
+// protocol, waits for its step (or after firstAimWait). Started together,
+// the clients' first attempts come within milliseconds, before a fault
+// that reads the topology first is ready for them; and with long holds
+// the next attempt on a free key may be seconds later.
+func awaitAimedFault(ctx context.Context, s *nemesis.Schedule, t *nemesis.Target, w *nemesis.Watch) {
+	if !s.FirstAims(t) {
+		return
+	}
+	deadline := time.Now().Add(firstAimWait)
+	for !w.Waiting() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+}
+

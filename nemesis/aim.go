@@ -18,7 +18,7 @@ import (
 )
 
 // holdsLease asks node n directly (not through any client's proxy) whether
-// key holds lease right now.
+// key holds lease right now; lease "" asks whether it holds any value.
 func holdsLease(ctx context.Context, n *cluster.Node, key, lease string) (bool, error) {
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DisableIdentity: true, PoolSize: 1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
@@ -30,11 +30,12 @@ func holdsLease(ctx context.Context, n *cluster.Node, key, lease string) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("read %s on %s: %w", key, n.Name, err)
 	}
-	return v == lease, nil
+	return lease == "" || v == lease, nil
 }
 
 // leaseHolders returns, in the nodes' order, the nodes on which key holds
-// lease; a node that does not answer counts as not holding it.
+// lease (any value when lease is ""); a node that does not answer counts as
+// not holding it.
 func leaseHolders(ctx context.Context, nodes []*cluster.Node, key, lease string) []*cluster.Node {
 	held := make([]bool, len(nodes))
 	var wg sync.WaitGroup
@@ -137,4 +138,41 @@ func inFlight(rng *rand.Rand, client int) Filter {
 		kind = Releasing
 	}
 	return Filter{Kind: kind, Client: client, Skip: aimSkip(rng)}
+}
+
+// cutAtFreeAttempt waits for an attempt on a key that no client holds
+// and, in the client's goroutine before its command goes out, runs cut:
+// the attempt's write, and every one after it, then reaches the master
+// only. Cut while a replica keeps a copy of the key, a replica promoted
+// later would keep the key taken until that copy expired, up to a TTL
+// later, and the loss would show only if a holder still held just then.
+// So a cut after which copied(key) still finds a copy (the last
+// release's delete had not reached the replica) is undone and made again
+// at a later free attempt, within the target's patience; after it, the
+// error wraps ErrNoTarget.
+func cutAtFreeAttempt(ctx context.Context, t *Target, cut func(ProtocolEvent) error,
+	copied func(key string) bool, undo func() error) (ProtocolEvent, error) {
+	deadline := time.Now().Add(t.patience())
+	for {
+		var cutErr error
+		f := Filter{Kind: Point, Points: []string{"attempt"}, Client: -1, Free: true,
+			Act: func(e ProtocolEvent) { cutErr = cut(e) }}
+		p := *t
+		p.Patience = time.Until(deadline)
+		if p.Patience <= 0 {
+			return ProtocolEvent{}, fmt.Errorf("%w: no free attempt left no copy on a replica within %v", ErrNoTarget, t.patience())
+		}
+		e, err := p.next(ctx, f)
+		switch {
+		case err != nil:
+			return e, err
+		case cutErr != nil:
+			return e, cutErr
+		case !copied(e.Key):
+			return e, nil
+		}
+		if err := undo(); err != nil {
+			return e, err
+		}
+	}
 }

@@ -18,9 +18,11 @@ import (
 )
 
 // clusterFailoverLossy is the Redis Cluster form of failover-lossy, aimed
-// at the protocol rather than at a moment: replication from a master
-// holding a live lock is cut, the fault waits until a lock is written on
-// that master only (present there, absent or different on its replica, with
+// at the protocol rather than at a moment: replication from a key's master
+// is cut as a client tries the key while nobody holds it and its replica
+// lacks it (blind, or for a lock without "attempt" points: from a master
+// holding a live lock), the fault waits until a lock is written on that
+// master only (present there, absent or different on its replica, with
 // more than half its lease to run), and then sends CLUSTER FAILOVER FORCE
 // to the replica, which takes the master's slots without asking it, so
 // without that lock. A second client then takes the lock from the promoted
@@ -57,8 +59,26 @@ func (f *clusterFailoverLossy) Available(t *Target) error {
 	return nil
 }
 
+// Aims implements Aiming: aimed, the fault cuts at a client's attempt.
+func (f *clusterFailoverLossy) Aims() bool { return true }
+
 func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	st, sh, held, err := aim(ctx, t, rng)
+	f.old, f.promoted = nil, nil
+	st, err := needCluster(t)
+	if err != nil {
+		return err
+	}
+	if t.aiming() {
+		m, r, key, err := f.cutAtAttempt(ctx, t, st, rng)
+		if err == nil {
+			mark.Began(fmt.Sprintf("replication from %s cut as a client tried %s, which no replica has", m.Name, key))
+			return f.promote(ctx, t, st, mark, m, r, key)
+		}
+		if !errors.Is(err, ErrNoTarget) {
+			return err
+		}
+	}
+	_, sh, held, err := aim(ctx, t, rng)
 	if err != nil {
 		return err
 	}
@@ -66,14 +86,75 @@ func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.R
 		return fmt.Errorf("master %s has no replica to promote", sh.Master.Name)
 	}
 	m, r := sh.Master, sh.Replicas[rng.Intn(len(sh.Replicas))]
-	f.old, f.promoted = nil, nil
 	f.cut = cutLinks(f.Name(), func() []*cluster.Path { return st.ReplicationPaths(m) })
 	if err := f.cut.Start(ctx, t, rng, quiet{}); err != nil {
 		f.cut = nil
 		return fmt.Errorf("cut replication from %s: %w", m.Name, err)
 	}
 	mark.Began(fmt.Sprintf("replication from %s cut (it holds %s)", m.Name, held))
-	key, err := writtenOnMasterOnly(ctx, st, m, r, t.TTL/2, aimWait(t.TTL))
+	return f.promote(ctx, t, st, mark, m, r, "")
+}
+
+// cutAtAttempt cuts replication from the master of a key as a client
+// tries to take it while nobody holds it and no replica has it (see
+// cutAtFreeAttempt): the lock it is about to write exists on that master
+// only, and the replica promoted next will grant the key at once. It
+// returns the master, the replica to promote (seeded) and the key.
+func (f *clusterFailoverLossy) cutAtAttempt(ctx context.Context, t *Target, st cluster.ShardedTopology, rng *rand.Rand) (m, r *cluster.Node, key string, err error) {
+	// Read before the wait, so that the cut at the attempt is quick:
+	// other clients' first attempts come at the same moment.
+	shards, err := st.Shards(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	_, err = cutAtFreeAttempt(ctx, t, func(e ProtocolEvent) error {
+		sh, err := shardOf(ctx, st, shards, e.Key)
+		if err != nil {
+			return err
+		}
+		if len(sh.Replicas) == 0 {
+			return fmt.Errorf("master %s has no replica to promote", sh.Master.Name)
+		}
+		m, r, key = sh.Master, sh.Replicas[rng.Intn(len(sh.Replicas))], e.Key
+		f.cut = cutLinks(f.Name(), func() []*cluster.Path { return st.ReplicationPaths(m) })
+		return f.cut.Start(context.WithoutCancel(ctx), t, nil, quiet{})
+	}, func(key string) bool {
+		_, err := st.Control(r).Dump(ctx, key).Result()
+		return !errors.Is(err, redis.Nil)
+	}, func() error { return healCut(context.WithoutCancel(ctx), t, &f.cut) })
+	if err != nil {
+		if herr := healCut(context.WithoutCancel(ctx), t, &f.cut); herr != nil {
+			err = errors.Join(err, herr)
+		}
+		return nil, nil, "", err
+	}
+	return m, r, key, nil
+}
+
+// shardOf is the shard among shards that serves key's slot.
+func shardOf(ctx context.Context, st cluster.ShardedTopology, shards []cluster.Shard, key string) (cluster.Shard, error) {
+	if len(shards) == 0 {
+		return cluster.Shard{}, errors.New("no shards")
+	}
+	slot, err := st.Control(shards[0].Master).ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return cluster.Shard{}, fmt.Errorf("slot of %s: %w", key, err)
+	}
+	for _, sh := range shards {
+		for _, rg := range sh.Slots {
+			if int(slot) >= rg[0] && int(slot) <= rg[1] {
+				return sh, nil
+			}
+		}
+	}
+	return cluster.Shard{}, fmt.Errorf("no master serves slot %d of %s", slot, key)
+}
+
+// promote waits, with replication from m cut, for a lock written on m
+// only (on key, or any key when it is ""), then promotes r over m with
+// CLUSTER FAILOVER FORCE.
+func (f *clusterFailoverLossy) promote(ctx context.Context, t *Target, st cluster.ShardedTopology, mark Marker, m, r *cluster.Node, key string) error {
+	key, err := writtenOnMasterOnly(ctx, st, m, r, key, t.TTL/2, aimWait(t.TTL))
 	if ctx.Err() != nil {
 		mark.Step("the run ended before the failover")
 		return nil // the cut is healed as usual; nothing failed
@@ -95,10 +176,11 @@ func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.R
 	return nil
 }
 
-// writtenOnMasterOnly waits for a live lock on m, with more than left of
-// its lease to run, that its replica r does not have (absent, or another
-// value: DUMP compares the value, not the TTL).
-func writtenOnMasterOnly(ctx context.Context, st cluster.ShardedTopology, m, r *cluster.Node, left, timeout time.Duration) (string, error) {
+// writtenOnMasterOnly waits for a live lock on m (on only, when it is
+// not ""), with more than left of its lease to run, that its replica r
+// does not have (absent, or another value: DUMP compares the value, not
+// the TTL).
+func writtenOnMasterOnly(ctx context.Context, st cluster.ShardedTopology, m, r *cluster.Node, only string, left, timeout time.Duration) (string, error) {
 	mc, rc := st.Control(m), st.Control(r)
 	deadline := time.Now().Add(timeout)
 	for {
@@ -107,6 +189,9 @@ func writtenOnMasterOnly(ctx context.Context, st cluster.ShardedTopology, m, r *
 			return "", fmt.Errorf("live locks on %s: %w", m.Name, err)
 		}
 		for _, k := range keys {
+			if only != "" && k != only {
+				continue
+			}
 			mine, err := mc.Dump(ctx, k).Result()
 			if err != nil {
 				continue // expired or deleted since

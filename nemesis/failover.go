@@ -66,10 +66,10 @@ func needTopology[T cluster.Topology](t *Target, needs string) (T, error) {
 //     the other replica, not yet re-pointed, still acknowledges what they
 //     write there; all of it is lost when both follow the new master.
 //
-// Aimed (the default), failover-lossy fails the master over (SENTINEL
-// FAILOVER, the fastest switch) right after a live lock has been written on
-// it and on no replica; blind, it kills or pauses it half a TTL after the
-// cut.
+// Aimed (the default), failover-lossy cuts replication as a client tries a
+// key that no replica has, and fails the master over (SENTINEL FAILOVER,
+// the fastest switch) right after a live lock has been written on it and
+// on no replica; blind, it kills or pauses it half a TTL after the cut.
 //
 // At heal, once every Sentinel agrees on the new master, the old master
 // comes back (resumed or restarted with its persistence) as a replica of it,
@@ -177,16 +177,16 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		return nil
 	}
 	f.toxics = cutLinks(f.name, func() []*cluster.Path { return ft.ReplicationPaths(old) })
-	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
-		f.toxics, f.old = nil, nil
-		return fmt.Errorf("cut replication from %s: %w", old.Name, err)
-	}
 	if t.aiming() {
 		// SENTINEL FAILOVER: no down-after wait, so the replica lacking
 		// the lock takes over while its lease (and often its hold) runs,
 		// and the old master serves the clients that have not heard of
 		// the switch meanwhile.
-		return f.failMasterOnly(ctx, t, ft, rng, mark, old, failManual, sentinel)
+		return f.failMasterOnly(ctx, t, ft, mark, old, failManual, sentinel)
+	}
+	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
+		f.toxics, f.old = nil, nil
+		return fmt.Errorf("cut replication from %s: %w", old.Name, err)
 	}
 	d := lead(t.TTL)
 	mark.Began(fmt.Sprintf("replication from %s cut; %s %v later", old.Name, describe(old, how), d))
@@ -207,10 +207,16 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 	return nil
 }
 
-// failMasterOnly fails the master once a live lock exists on it and on
-// no replica (read on each node directly), so the replica that wins
-// certainly lacks it; with none in time it fails over all the same.
-func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.FailoverTopology, rng *rand.Rand,
+// failMasterOnly cuts replication from the master while a key is free on
+// every replica (see cutWhileFree), then fails the master over once a
+// lease on that key lives on the master alone. The replica that wins then
+// has no copy of the key at all, so the first client to ask it wins while
+// the old master's holder still holds: the loss shows within the switch.
+// Cut while a replica kept a copy, the key would stay taken on the new
+// master until that copy expired (up to a TTL later), and the loss would
+// need a holder still holding just then. With no lease in time it fails
+// over all the same.
+func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.FailoverTopology,
 	mark Marker, old *cluster.Node, how string, sentinel int) error {
 	var replicas []*cluster.Node
 	for _, n := range t.Topology.Nodes() {
@@ -218,32 +224,15 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 			replicas = append(replicas, n)
 		}
 	}
-	// A lock that grants nothing while replication is cut (token-wait
-	// refuses unreplicated writes) must meet the failover all the same:
-	// when no client acquires anything for twice the blind fault's lead,
-	// stop waiting for a lock on the master only.
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		q := *t
-		q.Patience = 2 * lead(t.TTL)
-		if _, err := q.next(wctx, Filter{Kind: Acquired, Client: -1}); errors.Is(err, ErrNoTarget) {
-			stop()
-		}
-	}()
-	e, _, err := liveLease(wctx, t, rng, []*cluster.Node{old}, false, func(e ProtocolEvent, _ []*cluster.Node) bool {
-		return len(leaseHolders(ctx, replicas, e.Key, e.Lease)) == 0
+	key, err := f.cutWhileFree(ctx, t, replicas)
+	if err != nil {
+		f.toxics, f.old = nil, nil
+		return fmt.Errorf("cut replication from %s: %w", old.Name, err)
+	}
+	e, found, err := leaseWhere(ctx, t, key, func(e ProtocolEvent) bool {
+		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
+			len(leaseHolders(ctx, replicas, e.Key, "")) == 0
 	})
-	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
-		err = fmt.Errorf("%w: no acquire at all while replication was cut", ErrNoTarget)
-	}
-	found := err == nil
-	if errors.Is(err, ErrNoTarget) {
-		// No lock lived on the master only in time: a lock that refuses
-		// unreplicated writes (token-wait) does that. It still faces the
-		// failover it exists to survive.
-		err = nil
-	}
 	if err == nil {
 		err = f.fail(ctx, ft, old, how, sentinel)
 	}
@@ -264,6 +253,54 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 	aimed(mark, a)
 	mark.Began(fmt.Sprintf("replication from %s cut; %s with %s's lock on it only", old.Name, describe(old, how), ClientName(e.Client)))
 	return nil
+}
+
+// cutWhileFree cuts replication from the master at an attempt on a key
+// no replica has (see cutAtFreeAttempt) and returns the key; a lock
+// without "attempt" points is cut at once, and any key will do.
+func (f *failover) cutWhileFree(ctx context.Context, t *Target, replicas []*cluster.Node) (string, error) {
+	e, err := cutAtFreeAttempt(ctx, t,
+		func(ProtocolEvent) error { return f.toxics.Start(context.WithoutCancel(ctx), t, nil, quiet{}) },
+		func(key string) bool { return len(leaseHolders(ctx, replicas, key, "")) > 0 },
+		func() error { return f.toxics.Heal(context.WithoutCancel(ctx), t) })
+	if errors.Is(err, ErrNoTarget) {
+		return "", f.toxics.Start(ctx, t, nil, quiet{})
+	}
+	return e.Key, err
+}
+
+// leaseWhere finds a live lease on key (any key when it is "") that the
+// nodes hold as want says: one held already, or the next granted. found
+// is false when none came within the target's patience, or when no client
+// acquired anything at all for twice the blind fault's lead: a lock that
+// grants nothing while replication is cut (token-wait refuses unreplicated
+// writes) does that, and it still faces the failover it exists to survive.
+func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
+	for _, h := range t.Protocol.Held() {
+		if h.Lease != "" && (key == "" || h.Key == key) && (h.Expires.IsZero() || time.Now().Before(h.Expires)) && want(h) {
+			h.Planned = -1 // found, not waited for
+			return h, true, nil
+		}
+	}
+	deadline := time.Now().Add(t.patience())
+	for {
+		p := *t
+		p.Patience = min(time.Until(deadline), 2*lead(t.TTL))
+		if p.Patience <= 0 {
+			return e, false, nil
+		}
+		e, err = p.next(ctx, Filter{Kind: Acquired, Client: -1})
+		switch {
+		case errors.Is(err, ErrNoTarget):
+			return e, false, nil
+		case err != nil:
+			return e, false, err
+		case e.Lease == "" || key != "" && e.Key != key || !e.Expires.IsZero() && !time.Now().Before(e.Expires):
+			continue
+		case want(e):
+			return e, true, nil
+		}
+	}
 }
 
 func describe(n *cluster.Node, how string) string {

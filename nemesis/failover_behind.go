@@ -85,11 +85,6 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 	k := rng.Intn(len(replicas))
 	behind, ahead := replicas[k], replicas[(k+1)%len(replicas)]
 	sentinel := rng.Intn(3)
-	prio, err := ft.SetPriority(ctx, ahead, 0, priorityTimeout)
-	f.ahead, f.priority = ahead, prio
-	if err != nil {
-		return err
-	}
 	f.cut = cutLinks(f.Name(), func() []*cluster.Path {
 		var out []*cluster.Path
 		for _, p := range ft.ReplicationPaths(old) {
@@ -99,19 +94,33 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 		}
 		return out
 	})
-	if err := f.cut.Start(ctx, t, rng, quiet{}); err != nil {
+	aiming := t.aiming() && t.Clients != nil && t.Clients.Count() > 0
+	key := ""
+	if aiming {
+		key, err = f.cutWhileBehindLacks(ctx, t, rng, behind)
+	} else {
+		err = f.cut.Start(ctx, t, rng, quiet{})
+	}
+	if err != nil {
 		f.cut = nil
 		return fmt.Errorf("cut replication from %s to %s: %w", old.Name, behind.Name, err)
 	}
+	prio, err := ft.SetPriority(ctx, ahead, 0, priorityTimeout)
+	f.ahead, f.priority = ahead, prio
+	if err != nil {
+		return err
+	}
 	var e ProtocolEvent
 	found := false
-	if t.aiming() && t.Clients != nil && t.Clients.Count() > 0 {
-		e, _, err = liveLease(ctx, t, rng, []*cluster.Node{old}, false, func(e ProtocolEvent, _ []*cluster.Node) bool {
-			return len(leaseHolders(ctx, []*cluster.Node{ahead}, e.Key, e.Lease)) == 1 &&
-				len(leaseHolders(ctx, []*cluster.Node{behind}, e.Key, e.Lease)) == 0
+	if aiming {
+		// The lock the lock counted the replica ahead for, on the
+		// master and that replica only.
+		e, found, err = leaseWhere(ctx, t, key, func(e ProtocolEvent) bool {
+			return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
+				len(leaseHolders(ctx, []*cluster.Node{ahead}, e.Key, e.Lease)) == 1 &&
+				len(leaseHolders(ctx, []*cluster.Node{behind}, e.Key, "")) == 0
 		})
-		found = err == nil
-		if err != nil && !errors.Is(err, ErrNoTarget) {
+		if err != nil {
 			return err
 		}
 	} else if !sleep.For(ctx, lead(t.TTL)) {
@@ -131,6 +140,23 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 	}
 	mark.Began(what)
 	return nil
+}
+
+// cutWhileBehindLacks cuts replication to the replica behind as a client
+// tries a key that replica lacks (see cutAtFreeAttempt), and returns the
+// key; a lock without "attempt" points is cut at once, and any key will do.
+func (f *failoverBehind) cutWhileBehindLacks(ctx context.Context, t *Target, rng *rand.Rand, behind *cluster.Node) (string, error) {
+	e, err := cutAtFreeAttempt(ctx, t,
+		func(ProtocolEvent) error { return f.cut.Start(context.WithoutCancel(ctx), t, rng, quiet{}) },
+		func(key string) bool { return len(leaseHolders(ctx, []*cluster.Node{behind}, key, "")) > 0 },
+		func() error { return f.cut.Heal(context.WithoutCancel(ctx), t) })
+	switch {
+	case errors.Is(err, ErrNoTarget):
+		return "", f.cut.Start(ctx, t, rng, quiet{})
+	case err != nil:
+		return "", errors.Join(err, f.cut.Heal(context.WithoutCancel(ctx), t))
+	}
+	return e.Key, nil
 }
 
 // Heal waits for the switch, removes the cut, lets the replicas follow the

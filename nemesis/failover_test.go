@@ -127,6 +127,69 @@ func TestFailoverFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("failover-lossy aimed", func(t *testing.T) {
+		f := fault(t, "failover-lossy")
+		old := healthy(t, s, netw)
+		c := redis.NewClient(&redis.Options{Addr: old.Addr(), MaxRetries: -1})
+		defer c.Close()
+		// A copy of lock:a on every replica: a replica promoted with it
+		// would keep the key taken until it expired.
+		if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+			t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
+		}
+		p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
+		aimed := &nemesis.Target{Topology: s, Network: netw, TTL: 4 * time.Second, Protocol: p}
+		m := &marks{}
+		done := make(chan error, 1)
+		go func() { done <- f.Start(ctx, aimed, rng, m) }()
+		paths := s.ReplicationPaths(old)
+		attempt := func(key string) nemesis.ProtocolEvent {
+			return nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: key}
+		}
+
+		p.await(t, nemesis.Point)
+		p.emit(t, attempt("lock:a")) // cut here: every replica still has lock:a
+		if !cut(t, paths) {
+			t.Fatal("no cut at the attempt")
+		}
+		p.await(t, nemesis.Point) // waits for another attempt: the cut is undone
+		if cut(t, paths) {
+			t.Fatal("the cut stayed with lock:a on the replicas")
+		}
+		p.emit(t, attempt("lock:b")) // no replica has lock:b: the cut stays
+		if !cut(t, paths) {
+			t.Fatal("no cut at the attempt on lock:b")
+		}
+		// The attempt's write, on the master only, and its grant.
+		if err := c.Set(ctx, "lock:b", "L1", 4*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p.await(t, nemesis.Acquired)
+		p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: "lock:b", Lease: "L1", Expires: time.Now().Add(4 * time.Second)})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(m.String(), "c0's lock on it only") {
+			t.Errorf("marks %q, want the failover aimed at the lease", m)
+		}
+		nm, err := s.WaitSwitch(ctx, old, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc := redis.NewClient(&redis.Options{Addr: nm.Addr(), MaxRetries: -1})
+		defer nc.Close()
+		if n, _ := nc.Exists(ctx, "lock:b").Result(); n != 0 {
+			t.Error("the promoted replica has the lock written during the cut")
+		}
+		if err := f.Heal(ctx, aimed); err != nil {
+			t.Fatal(err)
+		}
+		healthy(t, s, netw)
+	})
+
 	t.Run("replication-delay", func(t *testing.T) {
 		f := fault(t, "replication-delay")
 		m := healthy(t, s, netw)
@@ -171,3 +234,69 @@ type marks struct{ got []string }
 func (m *marks) Began(target string) { m.got = append(m.got, target) }
 func (m *marks) Step(what string)    { m.got = append(m.got, what) }
 func (m *marks) String() string      { return strings.Join(m.got, "; ") }
+
+// waits is a Watch that says each time a fault begins to wait and each
+// time its wait takes a step, so that a test steps in time with the fault.
+type waits struct {
+	*nemesis.Watch
+	waiting chan nemesis.StepKind
+	taken   chan struct{}
+}
+
+func (w *waits) Next(ctx context.Context, f nemesis.Filter) (nemesis.ProtocolEvent, error) {
+	w.waiting <- f.Kind
+	act := f.Act
+	f.Act = func(e nemesis.ProtocolEvent) {
+		if act != nil {
+			act(e)
+		}
+		w.taken <- struct{}{}
+	}
+	return w.Watch.Next(ctx, f)
+}
+
+// await returns once the fault begins to wait for a step of kind k.
+func (w *waits) await(t *testing.T, k nemesis.StepKind) {
+	t.Helper()
+	select {
+	case got := <-w.waiting:
+		if got != k {
+			t.Fatalf("the fault waits for %s, want %s", got, k)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the fault never waited for %s", k)
+	}
+}
+
+// emit reports e until the fault's wait takes it (the wait is registered
+// a moment after it begins); the fault has acted on it when emit returns.
+func (w *waits) emit(t *testing.T, e nemesis.ProtocolEvent) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.Emit(e)
+		select {
+		case <-w.taken:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fault never took %s %s", e.Kind, e.Point)
+		}
+	}
+}
+
+// cut reports whether a toxic is on every path.
+func cut(t *testing.T, paths []*cluster.Path) bool {
+	t.Helper()
+	for _, p := range paths {
+		ts, err := p.Proxy.Toxics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts) == 0 {
+			return false
+		}
+	}
+	return len(paths) > 0
+}

@@ -280,6 +280,16 @@ func (w *Watch) heldLocked(key string) bool {
 	return false
 }
 
+// Waiting reports whether a fault waits for a step now. A run starts its
+// clients once its first aimed fault waits, so that the fault can meet the
+// run's very first steps (the first free attempt on a key, before any
+// lock exists).
+func (w *Watch) Waiting() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.waiters) > 0
+}
+
 // Held implements Protocol.
 func (w *Watch) Held() []ProtocolEvent {
 	w.mu.Lock()

@@ -135,6 +135,12 @@ func aims(f Fault, t *Target) bool {
 	return ok && a.Aims() && t.aiming()
 }
 
+// FirstAims reports whether the schedule's first fault aims at the
+// protocol on t, and so begins by waiting for a protocol step.
+func (s *Schedule) FirstAims(t *Target) bool {
+	return len(s.Faults) > 0 && aims(pick(s.Seed, 0, s.Faults), t)
+}
+
 // Run runs the schedule until ctx ends; it heals whatever is active before
 // it returns.
 func (s *Schedule) Run(ctx context.Context, t *Target) {

@@ -21,11 +21,12 @@ import (
 // over the lock protocol) beside in-process token in the same iteration: a
 // fault-free run of 8 clients on 8 keys with zero hold each, as
 // BenchmarkRunToken8x8. "%token" is exec-token's lock operations per second
-// against token's. Run with -benchtime 1x: each iteration is two 5 s runs.
+// against token's, over all iterations. Each iteration is two 5 s runs:
+// -benchtime 3x evens out a noisy machine.
 func BenchmarkExecToken8x8(b *testing.B) {
 	testredis.Need(b)
+	ops := map[string]float64{} // lock ops/s summed over the iterations
 	for i := 0; i < b.N; i++ {
-		ops := map[string]float64{}
 		for _, lock := range []string{"token", "exec-token"} {
 			res, err := locktorture.Run(context.Background(), locktorture.Options{
 				Lock: lock, Clients: 8, Keys: 8, Duration: 5 * time.Second, TTL: time.Second, Seed: int64(i + 1),
@@ -36,12 +37,13 @@ func BenchmarkExecToken8x8(b *testing.B) {
 			if res.Verdict != "valid" {
 				b.Fatalf("fault-free %s run: %s %v", lock, res.Verdict, res.Report.Count)
 			}
-			ops[lock] = res.Stats.OpsPerSec
+			ops[lock] += res.Stats.OpsPerSec
 		}
-		b.ReportMetric(ops["token"], "token-lockops/s")
-		b.ReportMetric(ops["exec-token"], "exec-token-lockops/s")
-		b.ReportMetric(100*ops["exec-token"]/ops["token"], "%token")
 	}
+	n := float64(b.N)
+	b.ReportMetric(ops["token"]/n, "token-lockops/s")
+	b.ReportMetric(ops["exec-token"]/n, "exec-token-lockops/s")
+	b.ReportMetric(100*ops["exec-token"]/ops["token"], "%token")
 }
 
 // BenchmarkRedisPyVsRaw sets the redis-py lock program beside its yardstick
@@ -63,6 +65,7 @@ func BenchmarkRedisPyVsRaw(b *testing.B) {
 		b.Fatal(err)
 	}
 	const clients, keys, secs, ttl = 8, 8, 5, time.Second
+	var prog, raw, once float64 // lock ops/s summed over the iterations
 	for i := 0; i < b.N; i++ {
 		res, err := locktorture.Run(context.Background(), locktorture.Options{
 			Lock: "redis-py", Clients: clients, Keys: keys, Duration: secs * time.Second, TTL: ttl, Seed: int64(i + 1),
@@ -74,13 +77,14 @@ func BenchmarkRedisPyVsRaw(b *testing.B) {
 			b.Fatalf("fault-free redis-py run: %s %v", res.Verdict, res.Report.Count)
 		}
 		// The run's defaults: wait the TTL, pace by the default retry delay.
-		raw := rawLoop(b, py, clients, keys, secs, ttl, ttl, locks.DefaultRetryDelay(ttl))
-		once := rawLoop(b, py, clients, keys, secs, ttl, 0, 0)
-		b.ReportMetric(res.Stats.OpsPerSec, "redis-py-lockops/s")
-		b.ReportMetric(raw, "raw-lockops/s")
-		b.ReportMetric(100*res.Stats.OpsPerSec/raw, "%raw")
-		b.ReportMetric(100*res.Stats.OpsPerSec/once, "%raw-once")
+		prog += res.Stats.OpsPerSec
+		raw += rawLoop(b, py, clients, keys, secs, ttl, ttl, locks.DefaultRetryDelay(ttl))
+		once += rawLoop(b, py, clients, keys, secs, ttl, 0, 0)
 	}
+	b.ReportMetric(prog/float64(b.N), "redis-py-lockops/s")
+	b.ReportMetric(raw/float64(b.N), "raw-lockops/s")
+	b.ReportMetric(100*prog/raw, "%raw")
+	b.ReportMetric(100*prog/once, "%raw-once")
 }
 
 // rawLoop runs n processes of python/raw_loop.py against a fresh
