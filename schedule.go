@@ -108,4 +108,3 @@ func awaitAimedFault(ctx context.Context, s *nemesis.Schedule, t *nemesis.Target
 		time.Sleep(time.Millisecond)
 	}
 }
-
