@@ -7,6 +7,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -173,6 +174,58 @@ func cutAtFreeAttempt(ctx context.Context, t *Target, cut func(ProtocolEvent) er
 		}
 		if err := undo(); err != nil {
 			return e, err
+		}
+	}
+}
+
+// cutWhileLacking starts cut (a replication cut) at a free attempt on a
+// key that none of the nodes has (see cutAtFreeAttempt) and returns the
+// key; a lock without "attempt" points is cut at once, and any key will
+// do. On an error the cut is removed.
+func cutWhileLacking(ctx context.Context, t *Target, cut *toxicFault, lacking []*cluster.Node) (string, error) {
+	e, err := cutAtFreeAttempt(ctx, t,
+		func(ProtocolEvent) error { return cut.Start(context.WithoutCancel(ctx), t, nil, quiet{}) },
+		func(key string) bool { return len(leaseHolders(ctx, lacking, key, "")) > 0 },
+		func() error { return cut.Heal(context.WithoutCancel(ctx), t) })
+	switch {
+	case errors.Is(err, ErrNoTarget):
+		return "", cut.Start(ctx, t, nil, quiet{})
+	case err != nil:
+		return "", errors.Join(err, cut.Heal(context.WithoutCancel(ctx), t))
+	}
+	return e.Key, nil
+}
+
+// leaseWhere finds a live lease on key (any key when it is "") that the
+// nodes hold as want says: one held already, or the next granted. found
+// is false when none came within the target's patience, or when no client
+// acquired anything at all for twice the blind fault's lead: a lock that
+// grants nothing while replication is cut (token-wait refuses unreplicated
+// writes) does that, and it still faces the failover it exists to survive.
+func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
+	for _, h := range t.Protocol.Held() {
+		if h.Lease != "" && (key == "" || h.Key == key) && (h.Expires.IsZero() || time.Now().Before(h.Expires)) && want(h) {
+			h.Planned = -1 // found, not waited for
+			return h, true, nil
+		}
+	}
+	deadline := time.Now().Add(t.patience())
+	for {
+		p := *t
+		p.Patience = min(time.Until(deadline), 2*lead(t.TTL))
+		if p.Patience <= 0 {
+			return e, false, nil
+		}
+		e, err = p.next(ctx, Filter{Kind: Acquired, Client: -1})
+		switch {
+		case errors.Is(err, ErrNoTarget):
+			return e, false, nil
+		case err != nil:
+			return e, false, err
+		case e.Lease == "" || key != "" && e.Key != key || !e.Expires.IsZero() && !time.Now().Before(e.Expires):
+			continue
+		case want(e):
+			return e, true, nil
 		}
 	}
 }

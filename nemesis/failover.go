@@ -208,7 +208,7 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 }
 
 // failMasterOnly cuts replication from the master while a key is free on
-// every replica (see cutWhileFree), then fails the master over once a
+// every replica (see cutWhileLacking), then fails the master over once a
 // lease on that key lives on the master alone. The replica that wins then
 // has no copy of the key at all, so the first client to ask it wins while
 // the old master's holder still holds: the loss shows within the switch.
@@ -224,7 +224,7 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 			replicas = append(replicas, n)
 		}
 	}
-	key, err := f.cutWhileFree(ctx, t, replicas)
+	key, err := cutWhileLacking(ctx, t, f.toxics, replicas)
 	if err != nil {
 		f.toxics, f.old = nil, nil
 		return fmt.Errorf("cut replication from %s: %w", old.Name, err)
@@ -253,54 +253,6 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 	aimed(mark, a)
 	mark.Began(fmt.Sprintf("replication from %s cut; %s with %s's lock on it only", old.Name, describe(old, how), ClientName(e.Client)))
 	return nil
-}
-
-// cutWhileFree cuts replication from the master at an attempt on a key
-// no replica has (see cutAtFreeAttempt) and returns the key; a lock
-// without "attempt" points is cut at once, and any key will do.
-func (f *failover) cutWhileFree(ctx context.Context, t *Target, replicas []*cluster.Node) (string, error) {
-	e, err := cutAtFreeAttempt(ctx, t,
-		func(ProtocolEvent) error { return f.toxics.Start(context.WithoutCancel(ctx), t, nil, quiet{}) },
-		func(key string) bool { return len(leaseHolders(ctx, replicas, key, "")) > 0 },
-		func() error { return f.toxics.Heal(context.WithoutCancel(ctx), t) })
-	if errors.Is(err, ErrNoTarget) {
-		return "", f.toxics.Start(ctx, t, nil, quiet{})
-	}
-	return e.Key, err
-}
-
-// leaseWhere finds a live lease on key (any key when it is "") that the
-// nodes hold as want says: one held already, or the next granted. found
-// is false when none came within the target's patience, or when no client
-// acquired anything at all for twice the blind fault's lead: a lock that
-// grants nothing while replication is cut (token-wait refuses unreplicated
-// writes) does that, and it still faces the failover it exists to survive.
-func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
-	for _, h := range t.Protocol.Held() {
-		if h.Lease != "" && (key == "" || h.Key == key) && (h.Expires.IsZero() || time.Now().Before(h.Expires)) && want(h) {
-			h.Planned = -1 // found, not waited for
-			return h, true, nil
-		}
-	}
-	deadline := time.Now().Add(t.patience())
-	for {
-		p := *t
-		p.Patience = min(time.Until(deadline), 2*lead(t.TTL))
-		if p.Patience <= 0 {
-			return e, false, nil
-		}
-		e, err = p.next(ctx, Filter{Kind: Acquired, Client: -1})
-		switch {
-		case errors.Is(err, ErrNoTarget):
-			return e, false, nil
-		case err != nil:
-			return e, false, err
-		case e.Lease == "" || key != "" && e.Key != key || !e.Expires.IsZero() && !time.Now().Before(e.Expires):
-			continue
-		case want(e):
-			return e, true, nil
-		}
-	}
 }
 
 func describe(n *cluster.Node, how string) string {

@@ -97,7 +97,7 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 	aiming := t.aiming() && t.Clients != nil && t.Clients.Count() > 0
 	key := ""
 	if aiming {
-		key, err = f.cutWhileBehindLacks(ctx, t, rng, behind)
+		key, err = cutWhileLacking(ctx, t, f.cut, []*cluster.Node{behind})
 	} else {
 		err = f.cut.Start(ctx, t, rng, quiet{})
 	}
@@ -113,8 +113,8 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 	var e ProtocolEvent
 	found := false
 	if aiming {
-		// The lock the lock counted the replica ahead for, on the
-		// master and that replica only.
+		// A lease the lock counted the replica ahead for: on the
+		// master and that replica, and not on the one behind.
 		e, found, err = leaseWhere(ctx, t, key, func(e ProtocolEvent) bool {
 			return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
 				len(leaseHolders(ctx, []*cluster.Node{ahead}, e.Key, e.Lease)) == 1 &&
@@ -140,23 +140,6 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 	}
 	mark.Began(what)
 	return nil
-}
-
-// cutWhileBehindLacks cuts replication to the replica behind as a client
-// tries a key that replica lacks (see cutAtFreeAttempt), and returns the
-// key; a lock without "attempt" points is cut at once, and any key will do.
-func (f *failoverBehind) cutWhileBehindLacks(ctx context.Context, t *Target, rng *rand.Rand, behind *cluster.Node) (string, error) {
-	e, err := cutAtFreeAttempt(ctx, t,
-		func(ProtocolEvent) error { return f.cut.Start(context.WithoutCancel(ctx), t, rng, quiet{}) },
-		func(key string) bool { return len(leaseHolders(ctx, []*cluster.Node{behind}, key, "")) > 0 },
-		func() error { return f.cut.Heal(context.WithoutCancel(ctx), t) })
-	switch {
-	case errors.Is(err, ErrNoTarget):
-		return "", f.cut.Start(ctx, t, rng, quiet{})
-	case err != nil:
-		return "", errors.Join(err, f.cut.Heal(context.WithoutCancel(ctx), t))
-	}
-	return e.Key, nil
 }
 
 // Heal waits for the switch, removes the cut, lets the replicas follow the

@@ -6,6 +6,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -115,5 +116,29 @@ func TestWatchHeld(t *testing.T) {
 	h := w.Held()
 	if len(h) != 1 || h[0].Lease != "b" {
 		t.Fatalf("held %+v, want client 0's lease b only", h)
+	}
+}
+
+// TestWatchWaiting says whether a fault waits for a step: a run's clients
+// start once its first aimed fault does.
+func TestWatchWaiting(t *testing.T) {
+	w := NewWatch(0)
+	if w.Waiting() {
+		t.Fatal("waiting before any fault waits")
+	}
+	got := make(chan ProtocolEvent, 1)
+	go func() {
+		e, _ := w.Next(context.Background(), Filter{Kind: Acquired, Client: -1})
+		got <- e
+	}()
+	for !w.Waiting() {
+		runtime.Gosched()
+	}
+	w.Emit(ProtocolEvent{Kind: Acquired, Client: 1, Key: "k", Lease: "a"})
+	if e := <-got; e.Lease != "a" {
+		t.Fatalf("took %+v", e)
+	}
+	if w.Waiting() {
+		t.Error("still waiting after the wait took its step")
 	}
 }
