@@ -3,6 +3,7 @@ package locktorture_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -85,17 +86,51 @@ func onLiveLease(fault string, named func(target string) bool, says string) func
 	}
 }
 
+// aimCase is one fault of TestAimedFaultsLand: the run, what each landing
+// in its history must show, and the verdict the run must reach.
+type aimCase struct {
+	name  string
+	opts  func() locktorture.Options
+	lands func(t *testing.T, ttl time.Duration, l landing)
+	expect
+}
+
 // TestAimedFaultsLand shows each protocol-aware fault landing on its
 // target, from the history alone, and the anomaly it must cause, on short
 // runs whatever the seed: the aim, not luck, puts it there.
 func TestAimedFaultsLand(t *testing.T) {
 	needRedis(t)
-	cases := []struct {
-		name  string
-		opts  func() locktorture.Options
-		lands func(t *testing.T, ttl time.Duration, l landing)
-		expect
-	}{
+	for _, tc := range slices.Concat(clientAimCases(), nodeAimCases()) {
+		t.Run(tc.name, tc.land)
+	}
+}
+
+// land runs the case and checks its verdict and every landing: each start
+// aimed, and (but for a crash between commands) on a lease.
+func (tc aimCase) land(t *testing.T) {
+	o := tc.opts()
+	res := run(t, o)
+	tc.expect.check(t, res)
+	ls := landings(t, res.Dir)
+	if len(ls) == 0 {
+		t.Fatalf("no fault started; fault counts %+v", res.Stats.Faults)
+	}
+	f := res.Stats.Faults
+	if f == nil || f.Aimed != f.Started || f.Started != len(ls) {
+		t.Errorf("fault counts %+v: every start of the history (%d) should be aimed", f, len(ls))
+	}
+	for _, l := range ls {
+		if l.start.Lease == "" && o.Faults[0] != "crash-client" {
+			t.Errorf("fault start names no lease: %s", l.start)
+		}
+		tc.lands(t, o.TTL, l)
+	}
+}
+
+// clientAimCases are the faults aimed at a client: paused holding its
+// lease, killed holding it or inside its protocol.
+func clientAimCases() []aimCase {
+	return []aimCase{
 		{
 			name: "token, pause-client: the holder paused past its lease",
 			opts: func() locktorture.Options { return aimed("token", "pause-client", 7) },
@@ -122,6 +157,13 @@ func TestAimedFaultsLand(t *testing.T) {
 			},
 			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindStuckLock}},
 		},
+	}
+}
+
+// nodeAimCases are the faults aimed at a node holding a live lease:
+// restarted empty, killed without persistence, failed over without it.
+func nodeAimCases() []aimCase {
+	return []aimCase{
 		{
 			name: "redlock, restart-empty: the restarted master held a live lease",
 			opts: func() locktorture.Options {
@@ -168,27 +210,6 @@ func TestAimedFaultsLand(t *testing.T) {
 			lands:  onLiveLease("failover", func(target string) bool { return strings.Contains(target, "on it only") }, "the lock on the master only"),
 			expect: expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassWithinLease},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			o := tc.opts()
-			res := run(t, o)
-			tc.expect.check(t, res)
-			ls := landings(t, res.Dir)
-			if len(ls) == 0 {
-				t.Fatalf("no fault started; fault counts %+v", res.Stats.Faults)
-			}
-			f := res.Stats.Faults
-			if f == nil || f.Aimed != f.Started || f.Started != len(ls) {
-				t.Errorf("fault counts %+v: every start of the history (%d) should be aimed", f, len(ls))
-			}
-			for _, l := range ls {
-				if l.start.Lease == "" && o.Faults[0] != "crash-client" {
-					t.Errorf("fault start names no lease: %s", l.start)
-				}
-				tc.lands(t, o.TTL, l)
-			}
-		})
 	}
 }
 

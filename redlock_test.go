@@ -338,41 +338,69 @@ func TestMeasureRedlock(t *testing.T) {
 		seeds, _ = strconv.Atoi(s)
 	}
 	limit := 60 * time.Second
-	type scenario struct {
-		name string
-		opts func(seed int64) locktorture.Options
+	measureBroken(t, seeds, limit)
+	measureControls(t, seeds, limit)
+	measurePartitionCost(t, seeds)
+}
+
+// measureScenario is one setting TestMeasureRedlock runs over its seeds.
+type measureScenario struct {
+	name string
+	opts func(seed int64) locktorture.Options
+}
+
+// overSeeds runs the scenario with seeds 1..seeds (see measureRun) and
+// returns what line says of each run.
+func (sc measureScenario) overSeeds(t *testing.T, seeds int, limit time.Duration, stopAtFirst bool,
+	line func(seed int, res *locktorture.Result, first time.Duration) string) []string {
+	var out []string
+	for s := 1; s <= seeds; s++ {
+		res, first := measureRun(t, sc.opts(int64(s)), limit, stopAtFirst)
+		out = append(out, line(s, res, first))
 	}
-	measure := func(opts locktorture.Options, stopAtFirst bool) (*locktorture.Result, time.Duration) {
-		opts.OutDir = filepath.Join(os.TempDir(), "locktorture-measure")
-		opts.Duration = limit
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if stopAtFirst {
-			opts.Progress = func(s locktorture.Status) {
-				if s.Anomalies > 0 {
-					cancel()
-				}
+	return out
+}
+
+// restartsBySeed is restartOptions(fault, nodes, seed) for each seed.
+func restartsBySeed(fault string, nodes int) func(seed int64) locktorture.Options {
+	return func(s int64) locktorture.Options { return restartOptions(fault, nodes, s) }
+}
+
+// measureRun runs opts for limit (or, with stopAtFirst, until the first
+// anomaly) and returns the result and when its first double holder began,
+// -1 if none did.
+func measureRun(t *testing.T, opts locktorture.Options, limit time.Duration, stopAtFirst bool) (*locktorture.Result, time.Duration) {
+	t.Helper()
+	opts.OutDir = filepath.Join(os.TempDir(), "locktorture-measure")
+	opts.Duration = limit
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if stopAtFirst {
+		opts.Progress = func(s locktorture.Status) {
+			if s.Anomalies > 0 {
+				cancel()
 			}
 		}
-		res, err := locktorture.Run(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first := time.Duration(-1)
-		for _, a := range res.Report.Anomalies {
-			if a.Kind == checker.KindDoubleHolder && (first < 0 || time.Duration(a.StartNS) < first) {
-				first = time.Duration(a.StartNS)
-			}
-		}
-		return res, first
 	}
-	broken := []scenario{
-		{"redlock restart-empty, 5 masters (ttl 500ms, hold 150-350ms, restarts back to back)", func(s int64) locktorture.Options {
-			return restartOptions("restart-empty", 5, s)
-		}},
-		{"redlock restart-empty, 3 masters (the test's settings)", func(s int64) locktorture.Options {
-			return restartOptions("restart-empty", 3, s)
-		}},
+	res, err := locktorture.Run(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Duration(-1)
+	for _, a := range res.Report.Anomalies {
+		if a.Kind == checker.KindDoubleHolder && (first < 0 || time.Duration(a.StartNS) < first) {
+			first = time.Duration(a.StartNS)
+		}
+	}
+	return res, first
+}
+
+// measureBroken logs, for each setting that breaks a lock, the time to
+// the first double holder of each seed.
+func measureBroken(t *testing.T, seeds int, limit time.Duration) {
+	broken := []measureScenario{
+		{"redlock restart-empty, 5 masters (ttl 500ms, hold 150-350ms, restarts back to back)", restartsBySeed("restart-empty", 5)},
+		{"redlock restart-empty, 3 masters (the test's settings)", restartsBySeed("restart-empty", 3)},
 		{"redlock clock-jump-partition, 3 masters (the test's settings)", clockPartitionOptions},
 		{"token clock-jump, 1 node (the test's settings)", func(s int64) locktorture.Options {
 			o := redlockOptions("token", 0, s)
@@ -381,30 +409,31 @@ func TestMeasureRedlock(t *testing.T) {
 		}},
 	}
 	for _, sc := range broken {
-		var times []string
-		for s := 1; s <= seeds; s++ {
-			res, first := measure(sc.opts(int64(s)), true)
-			classes := redlockDoubleHolders(res)
-			times = append(times, fmt.Sprintf("seed %d: %v %v", s, first.Round(time.Millisecond), classes))
-		}
+		times := sc.overSeeds(t, seeds, limit, true, func(s int, res *locktorture.Result, first time.Duration) string {
+			return fmt.Sprintf("seed %d: %v %v", s, first.Round(time.Millisecond), redlockDoubleHolders(res))
+		})
 		t.Logf("%s: time to first double-holder:\n  %s", sc.name, redlockLines(times))
 	}
-	controls := []scenario{
-		{"redlock restart-delayed, 5 masters", func(s int64) locktorture.Options {
-			return restartOptions("restart-delayed", 5, s)
-		}},
-		{"redlock restart-fsync, 5 masters", func(s int64) locktorture.Options {
-			return restartOptions("restart-fsync", 5, s)
-		}},
+}
+
+// measureControls logs the verdicts of the restarts Redlock survives over
+// the whole limit of each seed.
+func measureControls(t *testing.T, seeds int, limit time.Duration) {
+	controls := []measureScenario{
+		{"redlock restart-delayed, 5 masters", restartsBySeed("restart-delayed", 5)},
+		{"redlock restart-fsync, 5 masters", restartsBySeed("restart-fsync", 5)},
 	}
 	for _, sc := range controls {
-		var out []string
-		for s := 1; s <= seeds; s++ {
-			res, _ := measure(sc.opts(int64(s)), false)
-			out = append(out, fmt.Sprintf("seed %d: %s %v (%d acquired)", s, res.Verdict, res.Report.Count, res.Stats.Acquired))
-		}
+		out := sc.overSeeds(t, seeds, limit, false, func(s int, res *locktorture.Result, _ time.Duration) string {
+			return fmt.Sprintf("seed %d: %s %v (%d acquired)", s, res.Verdict, res.Report.Count, res.Stats.Acquired)
+		})
 		t.Logf("%s over %v:\n  %s", sc.name, limit, redlockLines(out))
 	}
+}
+
+// measurePartitionCost logs the acquires a minority partition costs,
+// cutting one client or all, against no fault.
+func measurePartitionCost(t *testing.T, seeds int) {
 	var out []string
 	for s := 1; s <= seeds; s++ {
 		for _, scope := range []string{"", "one", "all"} {

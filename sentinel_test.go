@@ -97,26 +97,7 @@ func needSentinelBinaries(t *testing.T) {
 func TestSentinel(t *testing.T) {
 	needSentinelBinaries(t)
 
-	t.Run("token with latency only holds", func(t *testing.T) {
-		o := locktorture.Options{
-			Lock: "token", Topology: "sentinel", Faults: []string{"latency"}, NemesisInterval: time.Second,
-			Clients: 4, Keys: 1, Duration: 5 * time.Second, TTL: 500 * time.Millisecond,
-			HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: 7, CheckTimeout: 30 * time.Second,
-		}
-		// Well under the TTL: latency above it breaks the token lock on
-		// any topology (an acquire that returns after its lease expired).
-		o.Settings = settings.Values{"latency": 50 * time.Millisecond}
-		res := runSentinel(t, o)
-		if res.Verdict != checker.Valid {
-			t.Errorf("verdict %s, want valid: %v", res.Verdict, res.Report.Count)
-		}
-		if res.Stats.MasterSwitches != 0 {
-			t.Errorf("%d master switches under latency alone", res.Stats.MasterSwitches)
-		}
-		if left := redisChildren(t); len(left) > 0 {
-			t.Errorf("processes left after the run: %v", left)
-		}
-	})
+	t.Run("token with latency only holds", testSentinelLatency)
 
 	// The three runs go at once (they mostly wait on Sentinel's timers),
 	// whatever -parallel allows.
@@ -125,16 +106,7 @@ func TestSentinel(t *testing.T) {
 	for _, lock := range locks {
 		runs[lock] = lossyRun(lock, 1)
 	}
-	// And the failover WAIT does not survive: to the replica the lock did
-	// not reach, the one that acknowledged it unpromotable. The holds
-	// outlast a failover (a second or two), so the holder of the lock the
-	// failover lost still holds when a waiter takes the key from the new
-	// master.
-	behind := locktorture.Options{
-		Lock: "token-wait", Topology: "sentinel", Faults: []string{"failover-behind"}, NemesisInterval: 6 * time.Second,
-		Clients: 6, Keys: 1, Duration: 15 * time.Second, TTL: 6 * time.Second, Wait: time.Second,
-		HoldMin: 3 * time.Second, HoldMax: 5 * time.Second, Seed: 1, CheckTimeout: 30 * time.Second,
-	}
+	behind := behindRun()
 	runs["behind"] = behind
 	results, errs := runAtOnce(t, runs)
 	if left := redisChildren(t); len(left) > 0 {
@@ -146,28 +118,7 @@ func TestSentinel(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run %s: %v", lock, err)
 			}
-			logRun(t, lossyRun(lock, 1), res)
-			if res.Stats.MasterSwitches == 0 {
-				t.Fatal("no master switch: the fault never ran")
-			}
-			within, after := switchDoubleHolders(res, checker.ClassWithinLease)
-			all, _ := switchDoubleHolders(res, "")
-			switch lock {
-			case "token-wait":
-				if all > 0 {
-					t.Errorf("%d double holders, want none: WAIT 1 should refuse a lock no replica has", all)
-				}
-				if res.Stats.AcquireFailed == 0 {
-					t.Error("no failed acquire: with replication cut, WAIT 1 must refuse locks")
-				}
-			default:
-				if within == 0 {
-					t.Errorf("no double-holder classed within-lease; counts %v", res.Report.Count)
-				}
-				if after == 0 && within > 0 {
-					t.Error("no within-lease double holder is marked after_switch")
-				}
-			}
+			checkLossy(t, lock, res)
 		})
 	}
 
@@ -198,6 +149,71 @@ func TestSentinel(t *testing.T) {
 		rate(tok), rate(tw), tok.Stats.AcquireFailed, tw.Stats.AcquireFailed)
 	if rate(tw) >= rate(tok) {
 		t.Errorf("token-wait (%.2f double holders per failover) does not narrow token's window (%.2f)", rate(tw), rate(tok))
+	}
+}
+
+// testSentinelLatency runs the token lock under latency alone, well under
+// the TTL, which must break nothing and switch no master.
+func testSentinelLatency(t *testing.T) {
+	o := locktorture.Options{
+		Lock: "token", Topology: "sentinel", Faults: []string{"latency"}, NemesisInterval: time.Second,
+		Clients: 4, Keys: 1, Duration: 5 * time.Second, TTL: 500 * time.Millisecond,
+		HoldMin: 5 * time.Millisecond, HoldMax: 30 * time.Millisecond, Seed: 7, CheckTimeout: 30 * time.Second,
+	}
+	// Well under the TTL: latency above it breaks the token lock on
+	// any topology (an acquire that returns after its lease expired).
+	o.Settings = settings.Values{"latency": 50 * time.Millisecond}
+	res := runSentinel(t, o)
+	if res.Verdict != checker.Valid {
+		t.Errorf("verdict %s, want valid: %v", res.Verdict, res.Report.Count)
+	}
+	if res.Stats.MasterSwitches != 0 {
+		t.Errorf("%d master switches under latency alone", res.Stats.MasterSwitches)
+	}
+	if left := redisChildren(t); len(left) > 0 {
+		t.Errorf("processes left after the run: %v", left)
+	}
+}
+
+// behindRun is the failover WAIT does not survive: to the replica the lock
+// did not reach, the one that acknowledged it unpromotable. The holds
+// outlast a failover (a second or two), so the holder of the lock the
+// failover lost still holds when a waiter takes the key from the new
+// master.
+func behindRun() locktorture.Options {
+	return locktorture.Options{
+		Lock: "token-wait", Topology: "sentinel", Faults: []string{"failover-behind"}, NemesisInterval: 6 * time.Second,
+		Clients: 6, Keys: 1, Duration: 15 * time.Second, TTL: 6 * time.Second, Wait: time.Second,
+		HoldMin: 3 * time.Second, HoldMax: 5 * time.Second, Seed: 1, CheckTimeout: 30 * time.Second,
+	}
+}
+
+// checkLossy holds lock's failover-lossy run to what the lock promises:
+// token-wait refuses the locks no replica has, the others hand the key to
+// a second client within the lease, after the switch.
+func checkLossy(t *testing.T, lock string, res *locktorture.Result) {
+	t.Helper()
+	logRun(t, lossyRun(lock, 1), res)
+	if res.Stats.MasterSwitches == 0 {
+		t.Fatal("no master switch: the fault never ran")
+	}
+	within, after := switchDoubleHolders(res, checker.ClassWithinLease)
+	all, _ := switchDoubleHolders(res, "")
+	switch lock {
+	case "token-wait":
+		if all > 0 {
+			t.Errorf("%d double holders, want none: WAIT 1 should refuse a lock no replica has", all)
+		}
+		if res.Stats.AcquireFailed == 0 {
+			t.Error("no failed acquire: with replication cut, WAIT 1 must refuse locks")
+		}
+	default:
+		if within == 0 {
+			t.Errorf("no double-holder classed within-lease; counts %v", res.Report.Count)
+		}
+		if after == 0 && within > 0 {
+			t.Error("no within-lease double holder is marked after_switch")
+		}
 	}
 }
 

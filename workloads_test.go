@@ -1,6 +1,7 @@
 package locktorture_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,35 +42,75 @@ func historyOps(t *testing.T, dir string, fn func(op, typ string, value *int64, 
 	}
 }
 
+// resourceCase is one scenario of TestResourceWorkloads: a run, the anomaly
+// kinds it must show at least so many of (0: none allowed), the class a
+// double holder among them must have, and what else the run must show.
+type resourceCase struct {
+	name   string
+	opts   locktorture.Options
+	want   map[checker.Kind]int // kind -> at least this many (0: none allowed)
+	class  checker.Class        // a double holder of this class must be among them
+	verify func(t *testing.T, res *locktorture.Result)
+}
+
 // TestResourceWorkloads shows what the lock was protecting: for each
 // workload the scenario where the resource takes damage, with the anomaly
 // kind asserted, and the one where it does not.
 func TestResourceWorkloads(t *testing.T) {
 	needRedis(t)
-	// Four clients on four keys hold most of the time, so most pauses
-	// (700 ms, past the 300 ms TTL) stop a holder, and another client
-	// takes its key and writes before it wakes.
-	paused := func(lock, workload string) locktorture.Options {
-		o := short(lock, 3)
-		o.Workload, o.Clients, o.Keys, o.HoldMin, o.HoldMax = workload, 4, 4, 100*time.Millisecond, 200*time.Millisecond
-		o.Faults, o.NemesisInterval, o.Duration = []string{"pause-client"}, 700*time.Millisecond, 6*time.Second
-		return o
+	cases := slices.Concat(fencedWorkloadCases(), reentrantWorkloadCases(), batchAndStockCases())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, runWorkload(t, tc.opts))
+		})
 	}
-	overrun := func(lock, workload string) locktorture.Options {
-		o := short(lock, 3)
-		o.Workload, o.Clients, o.Overrun = workload, 3, 0.1
-		return o
+}
+
+// check holds res to the case's kinds, class and verify.
+func (tc resourceCase) check(t *testing.T, res *locktorture.Result) {
+	t.Helper()
+	for k, n := range tc.want {
+		got := count(res, k)
+		if n == 0 && got > 0 {
+			t.Errorf("%d %s anomalies, want none: %v", got, k, describe(res))
+		}
+		if n > 0 && got < n {
+			t.Errorf("%d %s anomalies, want at least %d; counts %v", got, k, n, res.Report.Count)
+		}
 	}
-	cases := []struct {
-		name   string
-		opts   locktorture.Options
-		want   map[checker.Kind]int // kind -> at least this many (0: none allowed)
-		class  checker.Class        // a double holder of this class must be among them
-		verify func(t *testing.T, res *locktorture.Result)
-	}{
+	if tc.class != "" && classes(res, checker.KindDoubleHolder)[tc.class] == 0 {
+		t.Errorf("no double-holder classed %s: %v", tc.class, classes(res, checker.KindDoubleHolder))
+	}
+	if tc.verify != nil {
+		tc.verify(t, res)
+	}
+}
+
+// pausedWorkload is a run where most pauses stop a holder: four clients on
+// four keys hold most of the time, so most pauses (700 ms, past the 300 ms
+// TTL) stop a holder, and another client takes its key and writes before it
+// wakes.
+func pausedWorkload(lock, workload string) locktorture.Options {
+	o := short(lock, 3)
+	o.Workload, o.Clients, o.Keys, o.HoldMin, o.HoldMax = workload, 4, 4, 100*time.Millisecond, 200*time.Millisecond
+	o.Faults, o.NemesisInterval, o.Duration = []string{"pause-client"}, 700*time.Millisecond, 6*time.Second
+	return o
+}
+
+// overrunWorkload is a run where one hold in ten outlives the TTL.
+func overrunWorkload(lock, workload string) locktorture.Options {
+	o := short(lock, 3)
+	o.Workload, o.Clients, o.Overrun = workload, 3, 0.1
+	return o
+}
+
+// fencedWorkloadCases are the fenced store, checking its tokens or not,
+// under paused holders.
+func fencedWorkloadCases() []resourceCase {
+	return []resourceCase{
 		{
 			name: "fenced store refuses the paused holder's writes",
-			opts: paused("fenced", "fenced"),
+			opts: pausedWorkload("fenced", "fenced"),
 			want: map[checker.Kind]int{checker.KindDoubleHolder: 1, checker.KindStaleWrite: 0, checker.KindLostUpdate: 0,
 				checker.KindFenceRegression: 0},
 			class: checker.ClassLeaseOutlived,
@@ -85,7 +126,7 @@ func TestResourceWorkloads(t *testing.T) {
 			// The same tokens, handed to a store that ignores them: what
 			// the token lock alone gives the resource.
 			name: "unchecked store takes the paused holder's stale writes",
-			opts: paused("fenced", "fenced-unchecked"),
+			opts: pausedWorkload("fenced", "fenced-unchecked"),
 			want: map[checker.Kind]int{checker.KindDoubleHolder: 1, checker.KindStaleWrite: 1},
 			verify: func(t *testing.T, res *locktorture.Result) {
 				if st := checkerStats(res, "stale-write"); st["rejected"] != 0 {
@@ -93,6 +134,13 @@ func TestResourceWorkloads(t *testing.T) {
 				}
 			},
 		},
+	}
+}
+
+// reentrantWorkloadCases are the reentrant workload nesting cleanly, and
+// counting twice what go-redis replays.
+func reentrantWorkloadCases() []resourceCase {
+	return []resourceCase{
 		{
 			name: "reentrant nested to depth 3 holds",
 			opts: func() locktorture.Options { o := short("reentrant", 1); o.Workload = "reentrant"; return o }(),
@@ -128,14 +176,22 @@ func TestResourceWorkloads(t *testing.T) {
 				}
 			},
 		},
+	}
+}
+
+// batchAndStockCases are the batch and stock workloads with long work on
+// a lock without a watchdog and one with it, and the stock sold by one
+// atomic script under every single-node fault.
+func batchAndStockCases() []resourceCase {
+	return []resourceCase{
 		{
 			name: "batch on set-px with long work: tasks queued twice",
-			opts: overrun("set-px", "batch"),
+			opts: overrunWorkload("set-px", "batch"),
 			want: map[checker.Kind]int{checker.KindDuplicateWork: 1},
 		},
 		{
 			name: "batch on watchdog with the same long work: each task once",
-			opts: overrun("watchdog", "batch"),
+			opts: overrunWorkload("watchdog", "batch"),
 			want: map[checker.Kind]int{},
 			verify: func(t *testing.T, res *locktorture.Result) {
 				if res.Verdict != checker.Valid {
@@ -148,67 +204,50 @@ func TestResourceWorkloads(t *testing.T) {
 		},
 		{
 			name: "stock on set-px with long work: oversold",
-			opts: overrun("set-px", "stock"),
+			opts: overrunWorkload("set-px", "stock"),
 			want: map[checker.Kind]int{checker.KindOversell: 1},
 		},
-		{
-			// One atomic script needs no lock, and no fault of a single
-			// node breaks it: the restart without persistence wipes the
-			// sale, which then ends early instead of selling twice.
-			name: "stock-lua under every single-node fault",
-			opts: func() locktorture.Options {
-				o := short("token", 9)
-				o.Workload, o.Think, o.Duration = "stock-lua", time.Millisecond, 6*time.Second
-				o.Faults = locktorture.ParseList("latency,partition,lost-reply,pause-redis,crash-redis,pause-client,crash-client")
-				o.NemesisInterval, o.RedisTimeout = 300*time.Millisecond, 200*time.Millisecond
-				// No lock steps to aim at: the faults land by the clock.
-				o.Target = locktorture.TargetRandom
-				return o
-			}(),
-			want: map[checker.Kind]int{checker.KindOversell: 0, checker.KindDoubleBuy: 0},
-			verify: func(t *testing.T, res *locktorture.Result) {
-				// Seven faults in six seconds: one that never got its
-				// window leaves the run untested, and says so; nothing
-				// else may.
-				if res.Verdict != checker.Valid && res.Verdict != checker.Untested {
-					t.Errorf("verdict %s, want valid", res.Verdict)
-				}
-				for _, u := range res.Report.Untested {
-					if !strings.HasPrefix(u, "fault ") {
-						t.Errorf("untested: %s", u)
-					}
-				}
-				if res.Stats.Faults == nil || res.Stats.Faults.Started < 3 {
-					t.Errorf("faults %+v: too few landed to show anything", res.Stats.Faults)
-				}
-				st := checkerStats(res, "oversell")
-				t.Logf("sales: %v", st)
-				if st["sold"] == 0 || st["sales"] < 2 {
-					t.Errorf("the run sold too little to show anything: %v", st)
-				}
-				assertHealed(t, res.Dir)
-			},
-		},
+		stockLuaCase(),
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := runWorkload(t, tc.opts)
-			for k, n := range tc.want {
-				got := count(res, k)
-				if n == 0 && got > 0 {
-					t.Errorf("%d %s anomalies, want none: %v", got, k, describe(res))
+}
+
+// stockLuaCase is the stock sold by one atomic script, which needs no lock,
+// and which no fault of a single node breaks: the restart without
+// persistence wipes the sale, which then ends early instead of selling
+// twice.
+func stockLuaCase() resourceCase {
+	o := short("token", 9)
+	o.Workload, o.Think, o.Duration = "stock-lua", time.Millisecond, 6*time.Second
+	o.Faults = locktorture.ParseList("latency,partition,lost-reply,pause-redis,crash-redis,pause-client,crash-client")
+	o.NemesisInterval, o.RedisTimeout = 300*time.Millisecond, 200*time.Millisecond
+	// No lock steps to aim at: the faults land by the clock.
+	o.Target = locktorture.TargetRandom
+	return resourceCase{
+		name: "stock-lua under every single-node fault",
+		opts: o,
+		want: map[checker.Kind]int{checker.KindOversell: 0, checker.KindDoubleBuy: 0},
+		verify: func(t *testing.T, res *locktorture.Result) {
+			// Seven faults in six seconds: one that never got its
+			// window leaves the run untested, and says so; nothing
+			// else may.
+			if res.Verdict != checker.Valid && res.Verdict != checker.Untested {
+				t.Errorf("verdict %s, want valid", res.Verdict)
+			}
+			for _, u := range res.Report.Untested {
+				if !strings.HasPrefix(u, "fault ") {
+					t.Errorf("untested: %s", u)
 				}
-				if n > 0 && got < n {
-					t.Errorf("%d %s anomalies, want at least %d; counts %v", got, k, n, res.Report.Count)
-				}
 			}
-			if tc.class != "" && classes(res, checker.KindDoubleHolder)[tc.class] == 0 {
-				t.Errorf("no double-holder classed %s: %v", tc.class, classes(res, checker.KindDoubleHolder))
+			if res.Stats.Faults == nil || res.Stats.Faults.Started < 3 {
+				t.Errorf("faults %+v: too few landed to show anything", res.Stats.Faults)
 			}
-			if tc.verify != nil {
-				tc.verify(t, res)
+			st := checkerStats(res, "oversell")
+			t.Logf("sales: %v", st)
+			if st["sold"] == 0 || st["sales"] < 2 {
+				t.Errorf("the run sold too little to show anything: %v", st)
 			}
-		})
+			assertHealed(t, res.Dir)
+		},
 	}
 }
 

@@ -449,18 +449,6 @@ func ForMutex(o MutexOptions) *Composite {
 	return c
 }
 
-func uniqueInts(xs ...int) []int {
-	out := make([]int, 0, len(xs))
-	seen := map[int]bool{}
-	for _, x := range xs {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/distinct"
 )
 
 // FenceRegression returns the checker of fencing tokens: on each key, an
@@ -83,8 +84,8 @@ func (f *fenceJudge) judge(c *collector, w *Window) {
 func fenceAnomaly(key string, a, b *history.Operation) Anomaly {
 	return Anomaly{
 		Kind:      KindFenceRegression,
-		Clients:   uniqueInts(a.Client, b.Client),
-		Processes: uniqueInts(a.Process, b.Process),
+		Clients:   distinct.Of(a.Client, b.Client),
+		Processes: distinct.Of(a.Process, b.Process),
 		Keys:      []string{key},
 		Leases:    []string{a.Lease, b.Lease},
 		StartNS:   b.Call,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/distinct"
 )
 
 // LivenessOptions configure the liveness checker.
@@ -204,7 +205,7 @@ func (l *liveness) stuckAnomaly(ix *index, k *keyIndex, s span, ttl int64) Anoma
 			st.waiters[o.ID] = true
 		}
 	}
-	a.Clients = uniqueInts(a.Clients...)
+	a.Clients = distinct.Of(a.Clients...)
 	st.who = who
 	a.Detail = st.detail(s.from, s.to)
 	return a
@@ -241,7 +242,7 @@ func (a *Anomaly) extend(b Anomaly) {
 	for id := range b.stuck.waiters {
 		a.stuck.waiters[id] = true
 	}
-	a.Clients = uniqueInts(append(a.Clients, b.Clients...)...)
+	a.Clients = distinct.Of(append(a.Clients, b.Clients...)...)
 	a.Detail = a.stuck.detail(a.StartNS, a.EndNS)
 }
 

@@ -8,16 +8,44 @@ import (
 	"github.com/locktorture/locktorture/checker/internal/histgen"
 )
 
+// livenessCase is one history of TestLivenessJudgesAttempts and the
+// anomalies the liveness checker must find in it.
+type livenessCase struct {
+	name  string
+	build func(b *histgen.Builder)
+	want  map[Kind]int
+	// detail, if set, is part of the one anomaly's detail.
+	detail string
+}
+
 // Liveness is judged only on time a client was looking at the lock: its
 // attempts as the wire saw them, and what a lock held while refusing.
 func TestLivenessJudgesAttempts(t *testing.T) {
-	cases := []struct {
-		name  string
-		build func(b *histgen.Builder)
-		want  map[Kind]int
-		// detail, if set, is part of the one anomaly's detail.
-		detail string
-	}{
+	cases := append(stallLivenessCases(), leaseLivenessCases()...)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := histgen.NewBuilder(t, 100)
+			tc.build(b)
+			r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
+			if len(r.Count) != len(tc.want) {
+				t.Fatalf("counts %v, want %v: %s", r.Count, tc.want, dump(r))
+			}
+			for k, n := range tc.want {
+				if r.Count[k] != n {
+					t.Fatalf("%s: %d, want %d: %s", k, r.Count[k], n, dump(r))
+				}
+			}
+			if tc.detail != "" && !strings.Contains(r.Anomalies[0].Detail, tc.detail) {
+				t.Errorf("detail %q lacks %q", r.Anomalies[0].Detail, tc.detail)
+			}
+		})
+	}
+}
+
+// stallLivenessCases are attempts around harness stalls, timed-out
+// acquires and a key nobody could take.
+func stallLivenessCases() []livenessCase {
+	return []livenessCase{
 		{"harness stall after the last attempt is no spurious failure", func(b *histgen.Builder) {
 			// Client 2 tried twice while client 1 held the key, then the
 			// harness stalled and the acquire returned long after the
@@ -70,6 +98,13 @@ func TestLivenessJudgesAttempts(t *testing.T) {
 			b.AcquireFail(6, 6, 1200, 1200.5).Tried([2]float64{1200, 1200.3})
 			b.Acquire(5, 5, "f", 1400, 1401)
 		}, map[Kind]int{KindStuckLock: 1, KindSpuriousFailure: 3}, ""},
+	}
+}
+
+// leaseLivenessCases are attempts against leases the history shows only
+// in part: renewed where the harness cannot see it, or refused late.
+func leaseLivenessCases() []livenessCase {
+	return []livenessCase{
 		// The lock extends its keys where the harness cannot see it: no
 		// refresh in the history, yet the holder's key lived as long as
 		// the holder kept it, and a TTL after it let go.
@@ -99,24 +134,6 @@ func TestLivenessJudgesAttempts(t *testing.T) {
 			}
 			b.AcquireFail(2, 2, 30, 230).Tried(tries...)
 		}, nil, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := histgen.NewBuilder(t, 100)
-			tc.build(b)
-			r := Liveness(LivenessOptions{}).Check(context.Background(), b.Build())
-			if len(r.Count) != len(tc.want) {
-				t.Fatalf("counts %v, want %v: %s", r.Count, tc.want, dump(r))
-			}
-			for k, n := range tc.want {
-				if r.Count[k] != n {
-					t.Fatalf("%s: %d, want %d: %s", k, r.Count[k], n, dump(r))
-				}
-			}
-			if tc.detail != "" && !strings.Contains(r.Anomalies[0].Detail, tc.detail) {
-				t.Errorf("detail %q lacks %q", r.Anomalies[0].Detail, tc.detail)
-			}
-		})
 	}
 }
 

@@ -53,16 +53,44 @@ func (b *nest) history(ttl int64) *history.History {
 	return histgen.Ops(b.t, ttl, b.ops...)
 }
 
+// TestReentrantCount holds the reentrant checker's counting model to each
+// nesting of reentrantCountCases, anomaly count and class alike.
 func TestReentrantCount(t *testing.T) {
+	cases := reentrantCountCases()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newNest(t, "c0-p1-1")
+			tc.build(b)
+			ttl := tc.ttl
+			if ttl == 0 {
+				ttl = 1000
+			}
+			res := expectKinds(t, Reentrant(), b.history(ttl), map[Kind]int{KindReentryCount: tc.want})
+			for _, a := range res.Anomalies {
+				if a.Class != tc.class {
+					t.Errorf("class %s, want %s: %s", a.Class, tc.class, a.Detail)
+				}
+			}
+		})
+	}
+}
+
+// reentrantCase is one owner's nesting of TestReentrantCount: the
+// anomalies it must show (want, of class) under a ttl (0: 1000).
+type reentrantCase struct {
+	name  string
+	build func(b *nest)
+	ttl   int64
+	want  int
+	class Class
+}
+
+// reentrantCountCases are the nestings of TestReentrantCount: clean,
+// counted twice or lost, excused by an unknown outcome or an expiry.
+func reentrantCountCases() []reentrantCase {
 	const A, N = history.Acquire, history.NestedAcquire
 	const R, NR = history.Release, history.NestedRelease
-	cases := []struct {
-		name  string
-		build func(b *nest)
-		ttl   int64
-		want  int
-		class Class
-	}{
+	return []reentrantCase{
 		{name: "nested to depth 3 and back, twice", build: func(b *nest) {
 			for i := 0; i < 2; i++ {
 				o := b.acq(A, 1)
@@ -117,22 +145,6 @@ func TestReentrantCount(t *testing.T) {
 			b.at += 10
 			b.acq(N, 1)
 		}, want: 1, class: ClassLostCount},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := newNest(t, "c0-p1-1")
-			tc.build(b)
-			ttl := tc.ttl
-			if ttl == 0 {
-				ttl = 1000
-			}
-			res := expectKinds(t, Reentrant(), b.history(ttl), map[Kind]int{KindReentryCount: tc.want})
-			for _, a := range res.Anomalies {
-				if a.Class != tc.class {
-					t.Errorf("class %s, want %s: %s", a.Class, tc.class, a.Detail)
-				}
-			}
-		})
 	}
 }
 

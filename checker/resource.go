@@ -5,6 +5,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/distinct"
 )
 
 // StaleWrite returns the checker of a fenced resource: reads and writes
@@ -69,8 +70,8 @@ func (j *staleJudge) judge(c *collector, w *Window) {
 func staleAnomaly(key string, w, top *history.Operation) Anomaly {
 	return Anomaly{
 		Kind:      KindStaleWrite,
-		Clients:   uniqueInts(w.Client, top.Client),
-		Processes: uniqueInts(w.Process, top.Process),
+		Clients:   distinct.Of(w.Client, top.Client),
+		Processes: distinct.Of(w.Process, top.Process),
 		Keys:      []string{key},
 		Leases:    []string{},
 		StartNS:   w.Call,
@@ -172,7 +173,7 @@ func dupAnomaly(t task, a enqueuer, known bool, o *history.Operation) Anomaly {
 			t.id, t.key, o.Client, history.FormatTime(o.Return), recall),
 	}
 	if known {
-		an.Clients, an.Processes = uniqueInts(int(a.client), o.Client), uniqueInts(int(a.process), o.Process)
+		an.Clients, an.Processes = distinct.Of(int(a.client), o.Client), distinct.Of(int(a.process), o.Process)
 		an.Detail = fmt.Sprintf("task %d of %s was enqueued by client %d at %s and again by client %d at %s",
 			t.id, t.key, a.client, history.FormatTime(a.ret), o.Client, history.FormatTime(o.Return))
 	}

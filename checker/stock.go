@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/distinct"
 )
 
 // KindDoubleBuy: one user bought twice in a sale that allows one purchase
@@ -178,7 +179,7 @@ func (j *sellJudge) buy(c *collector, n *sellCount, o *history.Operation) {
 	if a, ok := sl.buyers[user]; ok {
 		n.doubles++
 		c.add(Anomaly{
-			Kind: KindDoubleBuy, Clients: uniqueInts(a.client, o.Client), Processes: uniqueInts(a.process, o.Process),
+			Kind: KindDoubleBuy, Clients: distinct.Of(a.client, o.Client), Processes: distinct.Of(a.process, o.Process),
 			Keys: []string{o.Key}, StartNS: o.Call, EndNS: o.Return,
 			Detail: fmt.Sprintf("user %d bought in %s twice: through client %d at %s and client %d at %s",
 				user, o.Key, a.client, history.FormatTime(a.ret), o.Client, history.FormatTime(o.Return)),

@@ -39,37 +39,8 @@ func TestSignalsAndClean(t *testing.T) {
 	}
 	bin := buildTorture(t)
 	tmp := t.TempDir() // the runs' TMPDIR, where the local backend's dirs go
-	start := func(backend string) (*exec.Cmd, *syncBuffer) {
-		// pause-redis on a node at once and for long: the signal lands
-		// while a container is paused (or a process stopped).
-		cmd := exec.Command(bin, "run", "--backend", backend, "--lock", "token", "--faults", "pause-redis",
-			"--nemesis-interval", "100ms", "--nemesis-duration", "30s", "--duration", "60s", "--ttl", "300ms",
-			"--quiet", "--out", t.TempDir())
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-		out := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, out
-	}
-	waitPaused := func(cmd *exec.Cmd, out *syncBuffer) {
-		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			if _, paused := needdocker.Left(t, cmd.Process.Pid); paused > 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no container of the run got paused within a minute: %s", out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-
-	interrupted, out := start("docker")
-	waitPaused(interrupted, out)
+	interrupted, out := startPausing(t, bin, tmp, "docker")
+	waitPaused(t, interrupted, out)
 	if err := interrupted.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +52,15 @@ func TestSignalsAndClean(t *testing.T) {
 		t.Errorf("the run ended by SIGINT left %v", left)
 	}
 
-	killed, out := start("docker")
-	waitPaused(killed, out)
+	killed, out := startPausing(t, bin, tmp, "docker")
+	waitPaused(t, killed, out)
 	_ = killed.Process.Kill()
 	_ = killed.Wait()
 	if left, _ := needdocker.Left(t, killed.Process.Pid); len(left) == 0 {
 		t.Fatal("the SIGKILLed run left nothing: the test shows nothing about clean")
 	}
 
-	local, out := start("local")
+	local, out := startPausing(t, bin, tmp, "local")
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(out.String(), "nemesis:") || len(harnessDirs(t, tmp)) == 0 {
 		if time.Now().After(deadline) {
@@ -114,6 +85,41 @@ func TestSignalsAndClean(t *testing.T) {
 	}
 	if dirs := harnessDirs(t, tmp); len(dirs) > 0 {
 		t.Errorf("after torture clean, the killed local run's temp dirs remain: %v", dirs)
+	}
+}
+
+// startPausing starts a run of bin on backend, with TMPDIR tmp, that
+// pauses a node at once and for long (pause-redis), so that a signal lands
+// while a container is paused (or a process stopped); the run is killed at
+// cleanup if it still runs.
+func startPausing(t *testing.T, bin, tmp, backend string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--backend", backend, "--lock", "token", "--faults", "pause-redis",
+		"--nemesis-interval", "100ms", "--nemesis-duration", "30s", "--duration", "60s", "--ttl", "300ms",
+		"--quiet", "--out", t.TempDir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
+}
+
+// waitPaused waits (a minute at most) until a container of cmd's Docker
+// run is paused.
+func waitPaused(t *testing.T, cmd *exec.Cmd, out *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, paused := needdocker.Left(t, cmd.Process.Pid); paused > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no container of the run got paused within a minute: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -202,6 +202,27 @@ cells:
 `)
 	out := filepath.Join(dir, "out")
 	args := []string{"matrix", spec, "--out", out, "--resume"}
+	done := killMidMatrix(t, bin, args, out)
+	again, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, again)
+	}
+	checkResumed(t, out, string(again), done)
+	// What the kill left running, torture clean removes.
+	if out, err := exec.Command(bin, "clean").CombinedOutput(); err != nil {
+		t.Errorf("clean: %v\n%s", err, out)
+	}
+}
+
+// cellLine is the progress line of a finished run of TestMatrixKilledResumes's
+// three-cell matrix: the cell's number and the seed.
+var cellLine = regexp.MustCompile(`^cell (\d)/3 \S+ x \S+ seed (\d):`)
+
+// killMidMatrix starts torture with args and SIGKILLs it in its third
+// run, once two runs have printed, and returns the runs the matrix.json in
+// out then holds: the two, or three if the third had just finished.
+func killMidMatrix(t *testing.T, bin string, args []string, out string) map[string]bool {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
@@ -210,11 +231,10 @@ cells:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line := regexp.MustCompile(`^cell (\d)/3 \S+ x \S+ seed (\d):`)
 	sc := bufio.NewScanner(pipe)
 	finished := 0
 	for finished < 2 && sc.Scan() {
-		if line.MatchString(sc.Text()) {
+		if cellLine.MatchString(sc.Text()) {
 			finished++
 		}
 	}
@@ -236,15 +256,18 @@ cells:
 	if finished != 2 || len(done) < 2 || len(done) > 3 {
 		t.Fatalf("killed after %d runs printed, matrix.json holds %v", finished, done)
 	}
+	return done
+}
 
-	again, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("resume: %v\n%s", err, again)
-	}
+// checkResumed checks that the resumed matrix (its output again, its
+// folder out) ran none of the runs done before again, and that its
+// matrix.json holds every run once, every cell as expected.
+func checkResumed(t *testing.T, out, again string, done map[string]bool) {
+	t.Helper()
 	names := []string{"token-none", "set-px-overrun", "watchdog-none"}
 	rerun := 0
-	for _, l := range strings.Split(string(again), "\n") {
-		m := line.FindStringSubmatch(l)
+	for _, l := range strings.Split(again, "\n") {
+		m := cellLine.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -270,9 +293,5 @@ cells:
 	if len(seen) != 6 || rerun != 6-len(done) || after.AsExpected != 3 {
 		t.Errorf("resumed: %d runs in matrix.json, %d run again after %d done, %d cells as expected\n%s",
 			len(seen), rerun, len(done), after.AsExpected, again)
-	}
-	// What the kill left running, torture clean removes.
-	if out, err := exec.Command(bin, "clean").CombinedOutput(); err != nil {
-		t.Errorf("clean: %v\n%s", err, out)
 	}
 }

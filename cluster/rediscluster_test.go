@@ -35,9 +35,16 @@ func startRedisCluster(t *testing.T) (*cluster.RedisCluster, *cluster.Network) {
 // write off its replica until the cut heals.
 func TestRedisCluster(t *testing.T) {
 	c, netw := startRedisCluster(t)
-	ctx := context.Background()
+	shards := checkShards(t, c)
+	checkClusterClient(t, c, netw, shards)
+	checkShardCut(t, c, shards[0])
+}
 
-	shards, err := c.Shards(ctx)
+// checkShards checks that c has three masters with a replica each serving
+// every slot, and returns them.
+func checkShards(t *testing.T, c *cluster.RedisCluster) []cluster.Shard {
+	t.Helper()
+	shards, err := c.Shards(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,15 @@ func TestRedisCluster(t *testing.T) {
 	if len(shards) != 3 || served != 16384 {
 		t.Fatalf("%d masters serving %d slots, want 3 serving 16384", len(shards), served)
 	}
+	return shards
+}
 
+// checkClusterClient checks that a client of c is cluster-aware, reaches
+// every master through its own proxy, and finds lock:0..lock:2 on three
+// different masters.
+func checkClusterClient(t *testing.T, c *cluster.RedisCluster, netw *cluster.Network, shards []cluster.Shard) {
+	t.Helper()
+	ctx := context.Background()
 	nodes, err := c.Connect(netw.Dialer("c0"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +98,14 @@ func TestRedisCluster(t *testing.T) {
 			t.Errorf("client c0 reached %s without its proxy", sh.Master.Name)
 		}
 	}
+}
 
-	sh := shards[0]
+// checkShardCut checks that cutting the replication path of sh's master
+// keeps a write off its replica (and its acknowledgement away) until the
+// cut heals.
+func checkShardCut(t *testing.T, c *cluster.RedisCluster, sh cluster.Shard) {
+	t.Helper()
+	ctx := context.Background()
 	m, r := sh.Master, sh.Replicas[0]
 	var cut []*cluster.Path
 	for _, p := range c.ReplicationPaths(m) {

@@ -120,13 +120,8 @@ func TestSentinelTopology(t *testing.T) {
 	testredis.Need(t)
 	ctx := context.Background()
 	s, _ := startSentinel(t)
-	var mu sync.Mutex
-	var events []history.Event
-	s.Observe(func(e history.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	})
+	var switches eventLog
+	s.Observe(switches.add)
 
 	old, err := s.Master(ctx)
 	if err != nil {
@@ -143,21 +138,71 @@ func TestSentinelTopology(t *testing.T) {
 	}
 
 	// A client dials only through the dial it is given.
-	var dialed []string
-	var dmu sync.Mutex
-	clients, err := s.Connect(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dmu.Lock()
-		dialed = append(dialed, addr)
-		dmu.Unlock()
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}, nil)
+	var dialer recordingDialer
+	clients, err := s.Connect(dialer.dial, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := clients[0]
 	t.Cleanup(func() { c.Close() })
 
+	checkReplicationCut(t, s, c, old, replicas)
+	nm := checkFailover(t, s, c, old, &switches)
+	for _, a := range dialer.addrs() {
+		if a != nm.Addr() && a != old.Addr() && !contains(s.SentinelAddrs(), a) {
+			t.Errorf("client dialled %s, which is neither a node nor a Sentinel", a)
+		}
+	}
+	checkRejoin(t, s, c, old, nm)
+}
+
+// eventLog keeps the events a topology reports, from its own goroutines.
+type eventLog struct {
+	mu     sync.Mutex
+	events []history.Event
+}
+
+func (l *eventLog) add(e history.Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+// all is a copy of the events so far.
+func (l *eventLog) all() []history.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]history.Event(nil), l.events...)
+}
+
+// recordingDialer dials as a net.Dialer does and keeps every address it
+// dialled, so a test can tell where a client went.
+type recordingDialer struct {
+	mu     sync.Mutex
+	dialed []string
+}
+
+func (r *recordingDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	r.mu.Lock()
+	r.dialed = append(r.dialed, addr)
+	r.mu.Unlock()
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// addrs is a copy of the addresses dialled so far.
+func (r *recordingDialer) addrs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.dialed...)
+}
+
+// checkReplicationCut writes through c to the master old and checks that
+// the write reaches both replicas, and that a cut of old's replication
+// paths keeps a write off the first replica until it heals.
+func checkReplicationCut(t *testing.T, s *cluster.SentinelTopology, c redis.UniversalClient, old *cluster.Node, replicas []*cluster.Node) {
+	t.Helper()
+	ctx := context.Background()
 	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +222,14 @@ func TestSentinelTopology(t *testing.T) {
 	if !waitKey(direct(t, replicas[0]), "during-cut", 2*time.Second) {
 		t.Fatal("the write did not reach the replica after the cut healed")
 	}
+}
 
+// checkFailover kills the master old and checks that Sentinel promotes a
+// replica, that the one switch is observed, and that c follows it to the
+// new master, which it returns.
+func checkFailover(t *testing.T, s *cluster.SentinelTopology, c redis.UniversalClient, old *cluster.Node, switches *eventLog) *cluster.Node {
+	t.Helper()
+	ctx := context.Background()
 	start := time.Now()
 	if err := old.Kill(); err != nil {
 		t.Fatal(err)
@@ -187,10 +239,7 @@ func TestSentinelTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("failover from %s to %s took %v", old.Name, nm.Name, time.Since(start))
-	mu.Lock()
-	got := append([]history.Event(nil), events...)
-	mu.Unlock()
-	if len(got) != 1 || got[0].Op != history.MasterSwitch || got[0].Target != nm.Name {
+	if got := switches.all(); len(got) != 1 || got[0].Op != history.MasterSwitch || got[0].Target != nm.Name {
 		t.Errorf("observed %v, want one master-switch to %s", got, nm.Name)
 	}
 	if err := c.Set(ctx, "after", "1", 0).Err(); err != nil {
@@ -199,14 +248,15 @@ func TestSentinelTopology(t *testing.T) {
 	if n, _ := direct(t, nm).Exists(ctx, "after").Result(); n != 1 {
 		t.Error("the client's write did not land on the new master")
 	}
-	dmu.Lock()
-	for _, a := range dialed {
-		if a != nm.Addr() && a != old.Addr() && !contains(s.SentinelAddrs(), a) {
-			t.Errorf("client dialled %s, which is neither a node nor a Sentinel", a)
-		}
-	}
-	dmu.Unlock()
+	return nm
+}
 
+// checkRejoin restarts the old master and checks that it rejoins as a
+// replica of the new master nm, through its own proxy: a cut of nm's
+// replication paths keeps a write off it until it heals.
+func checkRejoin(t *testing.T, s *cluster.SentinelTopology, c redis.UniversalClient, old, nm *cluster.Node) {
+	t.Helper()
+	ctx := context.Background()
 	if err := old.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +274,7 @@ func TestSentinelTopology(t *testing.T) {
 			t.Errorf("path %s -> %s does not lead to the new master", p.From, p.To)
 		}
 	}
-	heal = cut(t, paths)
+	heal := cut(t, paths)
 	if err := c.Set(ctx, "after-cut", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

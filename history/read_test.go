@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,33 @@ const (
 // histories at all: each kind of damage must come back as an error naming
 // the problem and its line, never as a panic or a silently accepted history.
 func TestDecodeRejectsMalformed(t *testing.T) {
-	cases := []struct {
-		name, input, want string
-	}{
+	cases := slices.Concat(malformedSyntaxCases(), malformedFieldCases(), malformedStructureCases())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := Decode(strings.NewReader(tc.input))
+			if err == nil {
+				t.Fatalf("Decode accepted malformed input, got %d events", len(h.Events))
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans several lines: %q", err)
+			}
+		})
+	}
+}
+
+// malformedCase is an input Decode must refuse, and what its error must
+// say.
+type malformedCase struct {
+	name, input, want string
+}
+
+// malformedSyntaxCases are lines that are not JSON events, or name an
+// unknown type or op, or carry a time out of range.
+func malformedSyntaxCases() []malformedCase {
+	return []malformedCase{
 		// Not JSON events.
 		{"bad json", "{\"t\":1,\"type\":\"invoke\"\n", "line 1: not a JSON event"},
 		{"bad json mid-file", lines(acqInv, `{"t":2,`, acqOK), "line 2: not a JSON event"},
@@ -55,6 +80,13 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		{"sent before the call", lines(acqInv, strings.Replace(acqOK, `"lease"`, `"sent":-1,"lease"`, 1)), "line 2: ok acquire: sent -1 is out of range [1, 2]"},
 		{"sent after the completion", lines(acqInv, strings.Replace(acqOK, `"lease"`, `"sent":3,"lease"`, 1)), "line 2: ok acquire: sent 3 is out of range [1, 2]"},
 		{"sent on a release", lines(acqInv, acqOK, relInv, strings.Replace(relOK, `"deleted"`, `"sent":4,"deleted"`, 1)), "sent only allowed on ok acquire completions"},
+	}
+}
+
+// malformedFieldCases are events whose ids, keys, leases or results are
+// out of range, missing or on the wrong event.
+func malformedFieldCases() []malformedCase {
+	return []malformedCase{
 		// Ids.
 		{"negative id", lines(strings.Replace(acqInv, `"id":1`, `"id":-1`, 1)), "line 1: invoke acquire: id -1: an operation needs a positive id"},
 		{"invocation without id", `{"t":1,"type":"invoke","op":"read","process":1}`, "id 0: an operation needs a positive id"},
@@ -77,6 +109,13 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		{"negative seq", `{"t":1,"type":"invoke","op":"write","id":1,"seq":-1}`, "seq -1 is out of range"},
 		{"fault without a name", `{"t":1,"type":"info","op":"fault-start","target":"x"}`, "line 1: info fault-start: fault empty on a fault-start"},
 		{"fault on a crash", `{"t":1,"type":"info","op":"crash","fault":"x"}`, "fault only allowed on fault-start and fault-heal"},
+	}
+}
+
+// malformedStructureCases are histories whose events do not pair up, whose
+// header is wrong, or which hold no operation at all.
+func malformedStructureCases() []malformedCase {
+	return []malformedCase{
 		// Pairing.
 		{"completion without invocation", `{"t":1,"type":"ok","op":"acquire","id":7,"process":1,"key":"k"}`, "operation 7, which is not open"},
 		{"completion before its invocation", lines(acqOK, acqInv), "line 1: ok completion of operation 1, which is not open"},
@@ -100,20 +139,6 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		{"header only", hdr + "\n", "no operations: the history has a run header and nothing else"},
 		{"faults only", lines(hdr, `{"t":1,"type":"info","op":"fault-start","fault":"f"}`, `{"t":2,"type":"info","op":"fault-heal","fault":"f"}`), "no operations: 3 events, none of them an operation"},
 		{"a torn line only", hdr + "\n" + acqInv[:20], "no operations"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h, err := Decode(strings.NewReader(tc.input))
-			if err == nil {
-				t.Fatalf("Decode accepted malformed input, got %d events", len(h.Events))
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not mention %q", err, tc.want)
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error spans several lines: %q", err)
-			}
-		})
 	}
 }
 

@@ -97,113 +97,137 @@ func count(vals []string, v string) int {
 // validity is used up counts for nothing, and every attempt that did not
 // win is undone on every node.
 func TestRedlockMajority(t *testing.T) {
-	ctx := context.Background()
 	l, direct := masters(t, 3)
-	const ttl, key = 2 * time.Second, "lock:m"
-	reset := func() {
-		for _, c := range direct {
-			c.Del(ctx, key)
+	cases := []struct {
+		name string
+		run  func(t *testing.T, l *cluster.Local, direct []*redis.Client)
+	}{
+		{"all nodes free", majorityAllFree},
+		{"a minority held by another client", majorityMinorityHeld},
+		{"a majority held by another client", majorityMajorityHeld},
+		{"validity used up", majorityValidityUsedUp},
+		{"a minority down, then a majority", majorityNodesDown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, c := range direct {
+				c.Del(context.Background(), majorityKey)
+			}
+			tc.run(t, l, direct)
+		})
+	}
+}
+
+// The key and the TTL of TestRedlockMajority's cases.
+const majorityTTL, majorityKey = 2 * time.Second, "lock:m"
+
+// majorityAllFree: with all three nodes free the lease is on every node,
+// a second client is refused, and the release clears them all.
+func majorityAllFree(t *testing.T, l *cluster.Local, direct []*redis.Client) {
+	ctx := context.Background()
+	a := newLock(t, "redlock", clients(direct), majorityTTL, 0, locks.Hooks{})
+	lease, err := a.Acquire(ctx, majorityKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drift := majorityTTL/100 + 2*time.Millisecond
+	if lease.Validity <= 0 || lease.Validity > majorityTTL-drift {
+		t.Errorf("validity %v, want in (0, %v]", lease.Validity, majorityTTL-drift)
+	}
+	if got := count(holders(t, direct, majorityKey), lease.Token); got != 3 {
+		t.Errorf("token on %d nodes, want 3", got)
+	}
+	b := newLock(t, "redlock", clients(direct), majorityTTL, 0, locks.Hooks{})
+	if _, err := b.Acquire(ctx, majorityKey); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Errorf("second client: %v, want ErrNotAcquired", err)
+	}
+	if deleted, err := a.Release(ctx, lease); err != nil || !deleted {
+		t.Errorf("release: deleted %v, %v", deleted, err)
+	}
+	if got := holders(t, direct, majorityKey); count(got, "") != 3 {
+		t.Errorf("after release: %q, want nothing", got)
+	}
+}
+
+// majorityMinorityHeld: with another client's key on one node a majority
+// still wins, and the release leaves the other's key alone.
+func majorityMinorityHeld(t *testing.T, l *cluster.Local, direct []*redis.Client) {
+	ctx := context.Background()
+	direct[0].Set(ctx, majorityKey, "other", majorityTTL)
+	a := newLock(t, "redlock", clients(direct), majorityTTL, 0, locks.Hooks{})
+	lease, err := a.Acquire(ctx, majorityKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Release(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	if got := holders(t, direct, majorityKey); got[0] != "other" || got[1] != "" || got[2] != "" {
+		t.Errorf("after release: %q, want only the other client's key on node 0", got)
+	}
+}
+
+// majorityMajorityHeld: with another client's key on two nodes the
+// acquire fails and undoes its attempt on the third.
+func majorityMajorityHeld(t *testing.T, l *cluster.Local, direct []*redis.Client) {
+	ctx := context.Background()
+	direct[0].Set(ctx, majorityKey, "other", majorityTTL)
+	direct[1].Set(ctx, majorityKey, "other", majorityTTL)
+	a := newLock(t, "redlock", clients(direct), majorityTTL, 50*time.Millisecond, locks.Hooks{})
+	if _, err := a.Acquire(ctx, majorityKey); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("acquire: %v, want ErrNotAcquired", err)
+	}
+	if got := holders(t, direct, majorityKey); got[2] != "" {
+		t.Errorf("the lost attempt left %q on node 2, want it undone", got[2])
+	}
+}
+
+// majorityValidityUsedUp: under a TTL the drift alone exceeds every node
+// says OK, yet the lease is refused and undone.
+func majorityValidityUsedUp(t *testing.T, l *cluster.Local, direct []*redis.Client) {
+	ctx := context.Background()
+	// Drift alone (1% + 2 ms) exceeds a 2 ms TTL: every node says OK
+	// and the lease is still worth nothing.
+	a := newLock(t, "redlock", clients(direct), 2*time.Millisecond, 0, locks.Hooks{})
+	if _, err := a.Acquire(ctx, majorityKey); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("acquire: %v, want ErrNotAcquired", err)
+	}
+	if got := holders(t, direct, majorityKey); count(got, "") != 3 {
+		t.Errorf("the refused attempt left %q, want it undone", got)
+	}
+}
+
+// majorityNodesDown: one node of three down is tolerated, two are not;
+// the nodes are restarted after.
+func majorityNodesDown(t *testing.T, l *cluster.Local, direct []*redis.Client) {
+	ctx := context.Background()
+	nodes := l.Nodes()
+	if err := nodes[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a := newLock(t, "redlock", clients(direct), majorityTTL, 0, locks.Hooks{})
+	lease, err := a.Acquire(ctx, majorityKey)
+	if err != nil {
+		t.Fatalf("with one node of three down: %v", err)
+	}
+	if _, err := a.Release(ctx, lease); err != nil {
+		t.Fatalf("release with one node down: %v", err)
+	}
+	if err := nodes[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Through go-redis a node that is down looks like one that does not
+	// answer (it retries the dial until the timeout): the attempt may
+	// have landed as far as the client can tell, so the outcome is
+	// unknown rather than a failure; either way there is no lease.
+	if lease, err := a.Acquire(ctx, majorityKey); err == nil {
+		t.Errorf("with two nodes of three down: acquired %s", lease.Token)
+	}
+	for _, n := range nodes[1:] {
+		if err := n.Restart(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
-
-	t.Run("all nodes free", func(t *testing.T) {
-		reset()
-		a := newLock(t, "redlock", clients(direct), ttl, 0, locks.Hooks{})
-		lease, err := a.Acquire(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		drift := ttl/100 + 2*time.Millisecond
-		if lease.Validity <= 0 || lease.Validity > ttl-drift {
-			t.Errorf("validity %v, want in (0, %v]", lease.Validity, ttl-drift)
-		}
-		if got := count(holders(t, direct, key), lease.Token); got != 3 {
-			t.Errorf("token on %d nodes, want 3", got)
-		}
-		b := newLock(t, "redlock", clients(direct), ttl, 0, locks.Hooks{})
-		if _, err := b.Acquire(ctx, key); !errors.Is(err, locks.ErrNotAcquired) {
-			t.Errorf("second client: %v, want ErrNotAcquired", err)
-		}
-		if deleted, err := a.Release(ctx, lease); err != nil || !deleted {
-			t.Errorf("release: deleted %v, %v", deleted, err)
-		}
-		if got := holders(t, direct, key); count(got, "") != 3 {
-			t.Errorf("after release: %q, want nothing", got)
-		}
-	})
-
-	t.Run("a minority held by another client", func(t *testing.T) {
-		reset()
-		direct[0].Set(ctx, key, "other", ttl)
-		a := newLock(t, "redlock", clients(direct), ttl, 0, locks.Hooks{})
-		lease, err := a.Acquire(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Release(ctx, lease); err != nil {
-			t.Fatal(err)
-		}
-		if got := holders(t, direct, key); got[0] != "other" || got[1] != "" || got[2] != "" {
-			t.Errorf("after release: %q, want only the other client's key on node 0", got)
-		}
-	})
-
-	t.Run("a majority held by another client", func(t *testing.T) {
-		reset()
-		direct[0].Set(ctx, key, "other", ttl)
-		direct[1].Set(ctx, key, "other", ttl)
-		a := newLock(t, "redlock", clients(direct), ttl, 50*time.Millisecond, locks.Hooks{})
-		if _, err := a.Acquire(ctx, key); !errors.Is(err, locks.ErrNotAcquired) {
-			t.Fatalf("acquire: %v, want ErrNotAcquired", err)
-		}
-		if got := holders(t, direct, key); got[2] != "" {
-			t.Errorf("the lost attempt left %q on node 2, want it undone", got[2])
-		}
-	})
-
-	t.Run("validity used up", func(t *testing.T) {
-		reset()
-		// Drift alone (1% + 2 ms) exceeds a 2 ms TTL: every node says OK
-		// and the lease is still worth nothing.
-		a := newLock(t, "redlock", clients(direct), 2*time.Millisecond, 0, locks.Hooks{})
-		if _, err := a.Acquire(ctx, key); !errors.Is(err, locks.ErrNotAcquired) {
-			t.Fatalf("acquire: %v, want ErrNotAcquired", err)
-		}
-		if got := holders(t, direct, key); count(got, "") != 3 {
-			t.Errorf("the refused attempt left %q, want it undone", got)
-		}
-	})
-
-	t.Run("a minority down, then a majority", func(t *testing.T) {
-		reset()
-		nodes := l.Nodes()
-		if err := nodes[2].Kill(); err != nil {
-			t.Fatal(err)
-		}
-		a := newLock(t, "redlock", clients(direct), ttl, 0, locks.Hooks{})
-		lease, err := a.Acquire(ctx, key)
-		if err != nil {
-			t.Fatalf("with one node of three down: %v", err)
-		}
-		if _, err := a.Release(ctx, lease); err != nil {
-			t.Fatalf("release with one node down: %v", err)
-		}
-		if err := nodes[1].Kill(); err != nil {
-			t.Fatal(err)
-		}
-		// Through go-redis a node that is down looks like one that does not
-		// answer (it retries the dial until the timeout): the attempt may
-		// have landed as far as the client can tell, so the outcome is
-		// unknown rather than a failure; either way there is no lease.
-		if lease, err := a.Acquire(ctx, key); err == nil {
-			t.Errorf("with two nodes of three down: acquired %s", lease.Token)
-		}
-		for _, n := range nodes[1:] {
-			if err := n.Restart(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
 }
 
 // TestRedlockReleasesEveryNode is seed 002's "加锁失败" case: one node runs

@@ -150,6 +150,20 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 			addSeen(byFault, f, c)
 		}
 	}
+	readmeLocks := readmeLocksAgree(t, readme, byLock, lockNames)
+	readmeFaults := readmeFaultsAgree(t, readme, byFault, lockNames)
+	cellsClaimed(t, spec, readmeLocks, readmeFaults)
+	for _, e := range locktorture.Builtin().Faults.Entries() {
+		if _, ok := readmeFaults[e.Name]; !ok {
+			t.Errorf("fault %s is missing from the README's fault table", e.Name)
+		}
+	}
+}
+
+// readmeLocksAgree checks each row of the README's lock tables against the
+// cells of faults.yaml of that lock (byLock), and returns the rows by lock.
+func readmeLocksAgree(t *testing.T, readme string, byLock map[string]*seen, lockNames map[string]bool) map[string][]string {
+	t.Helper()
 	gap := func(claim string) bool { return readmeGaps[claim] != "" }
 
 	lockRows := table(t, readme, "| lock | algorithm | breaks under | survives |")
@@ -175,7 +189,14 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 			t.Errorf("README: %s survives %q; faults.yaml has no control cell of it", name, row[3])
 		}
 	}
+	return readmeLocks
+}
 
+// readmeFaultsAgree checks each row of the README's fault table against the
+// cells of faults.yaml with that fault (byFault), and returns the rows by
+// fault.
+func readmeFaultsAgree(t *testing.T, readme string, byFault map[string]*seen, lockNames map[string]bool) map[string][]string {
+	t.Helper()
 	faultRows := table(t, readme, "| `--faults` | what it does | what it shows |")
 	readmeFaults := map[string][]string{}
 	for _, row := range faultRows {
@@ -200,13 +221,7 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 			}
 		}
 	}
-
-	cellsClaimed(t, spec, readmeLocks, readmeFaults)
-	for _, e := range locktorture.Builtin().Faults.Entries() {
-		if _, ok := readmeFaults[e.Name]; !ok {
-			t.Errorf("fault %s is missing from the README's fault table", e.Name)
-		}
-	}
+	return readmeFaults
 }
 
 // cellsClaimed checks the other way: every cell is a claim of the README,

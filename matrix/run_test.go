@@ -114,7 +114,13 @@ func TestRunJudgesCells(t *testing.T) {
 	if got := b.Seeds[0].Dir; got != "runs/breaks-seed1" {
 		t.Errorf("run dir %s, want runs/breaks-seed1", got)
 	}
+	checkMatrixFiles(t, res, out)
+}
 
+// checkMatrixFiles writes the files of TestRunJudgesCells's matrix to out
+// and checks that each says what the runner judged.
+func checkMatrixFiles(t *testing.T, res *Result, out string) {
+	t.Helper()
 	if err := res.WriteFiles(out); err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +136,24 @@ func TestRunJudgesCells(t *testing.T) {
 			t.Errorf("index.html lacks %s", want)
 		}
 	}
-	// junit.xml reads back as JUnit: one case per cell and seed, the
-	// failures and errors where the promise was not kept.
+	checkJUnit(t, out)
+	var back Result
+	j, _ := os.ReadFile(filepath.Join(out, JSONFile))
+	if err := json.Unmarshal(j, &back); err != nil || len(back.Cells) != 3 || back.Cells[0].Seeds[2].RunID != "breaks-seed3" ||
+		*back.Cells[0].Seeds[2].FirstMs != 500 {
+		t.Errorf("matrix.json: %v %s", err, j)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, MarkdownFile))
+	if !bytes.Contains(md, []byte("| breaks | token | pause-client | double-holder (within-lease) | 3/3 | 0.50s | 0.90s | 0 | as expected |")) {
+		t.Errorf("matrix.md:\n%s", md)
+	}
+}
+
+// checkJUnit checks that the junit.xml in out reads back as JUnit: one
+// case per cell and seed, the failures and errors where the promise was
+// not kept.
+func checkJUnit(t *testing.T, out string) {
+	t.Helper()
 	x, err := os.ReadFile(filepath.Join(out, JUnitFile))
 	if err != nil {
 		t.Fatal(err)
@@ -153,17 +175,6 @@ func TestRunJudgesCells(t *testing.T) {
 		"flaky/seed 2: expected double-holder, got verdict valid"}
 	if strings.Join(failed, "\n") != strings.Join(want, "\n") {
 		t.Errorf("junit failures:\n%s\nwant:\n%s", strings.Join(failed, "\n"), strings.Join(want, "\n"))
-	}
-
-	var back Result
-	j, _ := os.ReadFile(filepath.Join(out, JSONFile))
-	if err := json.Unmarshal(j, &back); err != nil || len(back.Cells) != 3 || back.Cells[0].Seeds[2].RunID != "breaks-seed3" ||
-		*back.Cells[0].Seeds[2].FirstMs != 500 {
-		t.Errorf("matrix.json: %v %s", err, j)
-	}
-	md, _ := os.ReadFile(filepath.Join(out, MarkdownFile))
-	if !bytes.Contains(md, []byte("| breaks | token | pause-client | double-holder (within-lease) | 3/3 | 0.50s | 0.90s | 0 | as expected |")) {
-		t.Errorf("matrix.md:\n%s", md)
 	}
 }
 

@@ -301,6 +301,40 @@ func TestResumeRunsOnlyWhatIsMissing(t *testing.T) {
 	}
 	root := t.TempDir()
 	out := filepath.Join(root, "m")
+	before := interruptMatrix(t, spec, out)
+	var ran []string
+	opts := Options{OutDir: out, Resume: true, Run: func(ctx context.Context, o locktorture.Options) (*locktorture.Result, error) {
+		ran = append(ran, o.RunID)
+		return outcome(ctx, o)
+	}}
+	res, err := Run(context.Background(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WriteFiles(out); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 8 || ran[0] != before[4] || slices.ContainsFunc(ran, func(id string) bool { return slices.Contains(before[:4], id) }) {
+		t.Errorf("resumed runs %v after %v", ran, before)
+	}
+	if temps, _ := filepath.Glob(filepath.Join(out, ".matrix.json.*")); len(temps) > 0 {
+		t.Errorf("temp files left: %v", temps)
+	}
+	whole := filepath.Join(root, "whole")
+	runMatrix(t, spec, whole, Options{})
+	if got, want := comparable(t, out), comparable(t, whole); got != want {
+		t.Errorf("resumed matrix.json differs from an uncut one:\n%s\nwant\n%s", got, want)
+	}
+
+	refuseForeignResume(t, spec, out)
+}
+
+// interruptMatrix runs spec into out until a cancel in its fifth run,
+// checking that matrix.json holds every run done after each one, and
+// returns the runs it started; it leaves a temp file behind as a kill
+// mid-write would.
+func interruptMatrix(t *testing.T, spec *Spec, out string) []string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran []string
 	cut := func(ctx context.Context, o locktorture.Options) (*locktorture.Result, error) {
@@ -342,33 +376,13 @@ func TestResumeRunsOnlyWhatIsMissing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, ".matrix.json.123"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return ran
+}
 
-	before := slices.Clone(ran)
-	ran = nil
-	opts.Run, opts.Resume, opts.Progress = outcome, true, nil
-	opts.Run = func(ctx context.Context, o locktorture.Options) (*locktorture.Result, error) {
-		ran = append(ran, o.RunID)
-		return outcome(ctx, o)
-	}
-	res, err = Run(context.Background(), spec, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.WriteFiles(out); err != nil {
-		t.Fatal(err)
-	}
-	if len(ran) != 8 || ran[0] != before[4] || slices.ContainsFunc(ran, func(id string) bool { return slices.Contains(before[:4], id) }) {
-		t.Errorf("resumed runs %v after %v", ran, before)
-	}
-	if temps, _ := filepath.Glob(filepath.Join(out, ".matrix.json.*")); len(temps) > 0 {
-		t.Errorf("temp files left: %v", temps)
-	}
-	whole := filepath.Join(root, "whole")
-	runMatrix(t, spec, whole, Options{})
-	if got, want := comparable(t, out), comparable(t, whole); got != want {
-		t.Errorf("resumed matrix.json differs from an uncut one:\n%s\nwant\n%s", got, want)
-	}
-
+// refuseForeignResume checks that resuming into out, the folder of spec's
+// matrix, is refused for another spec, shard, plan or no folder at all.
+func refuseForeignResume(t *testing.T, spec *Spec, out string) {
+	t.Helper()
 	// Resuming into another matrix's folder is refused.
 	other, _ := Parse(strings.NewReader(mergeSpec+"# changed\n"), "s", locktorture.Registries{})
 	for _, tc := range []struct {

@@ -64,8 +64,8 @@ func (f *clockJumpPartition) Available(t *Target) error {
 	if _, err := needMasters(t); err != nil {
 		return err
 	}
-	if t.Clients == nil {
-		return errors.New("needs clients")
+	if err := needClients(t); err != nil {
+		return err
 	}
 	if err := f.cut.Available(t); err != nil {
 		return err

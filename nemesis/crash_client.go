@@ -6,7 +6,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand"
 )
@@ -45,12 +44,7 @@ func (*crashClient) Name() string { return nameCrashClient }
 // Aims implements Aiming.
 func (*crashClient) Aims() bool { return true }
 
-func (*crashClient) Available(t *Target) error {
-	if t.Clients == nil {
-		return errors.New("needs clients")
-	}
-	return nil
-}
+func (*crashClient) Available(t *Target) error { return needClients(t) }
 
 // workloadPoints are the protocol points every process passes whatever its
 // lock: the waits and steps of the workload and the generic retry loop.

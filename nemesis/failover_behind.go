@@ -94,7 +94,7 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 		}
 		return out
 	})
-	aiming := t.aiming() && t.Clients != nil && t.Clients.Count() > 0
+	aiming := t.aimsAtClients()
 	key := ""
 	if aiming {
 		key, err = cutWhileLacking(ctx, t, f.cut, []*cluster.Node{behind})

@@ -87,145 +87,194 @@ func healthy(t *testing.T, s *cluster.SentinelTopology, netw *cluster.Network) *
 // cut, the delay keeps a write off the replicas for a while, the manual
 // failover moves the master, and every heal leaves the topology healthy.
 func TestFailoverFaults(t *testing.T) {
-	ctx := context.Background()
 	topo, netw := testredis.Topology(t, "sentinel", cluster.TopologyOptions{})
 	s := topo.(*cluster.SentinelTopology)
-	target := &nemesis.Target{Topology: s, Network: netw, TTL: 400 * time.Millisecond}
-	rng := rand.New(rand.NewSource(1))
+	r := &sentinelRig{s: s, netw: netw, rng: rand.New(rand.NewSource(1)),
+		target: &nemesis.Target{Topology: s, Network: netw, TTL: 400 * time.Millisecond}}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, r *sentinelRig)
+	}{
+		{"failover-lossy", testFailoverLossy},
+		{"failover-lossy aimed", testFailoverLossyAimed},
+		{"replication-delay", testReplicationDelay},
+		{"sentinel-failover", testSentinelFailover},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, r) })
+	}
+}
 
-	t.Run("failover-lossy", func(t *testing.T) {
-		f := fault(t, "failover-lossy")
-		old := healthy(t, s, netw)
-		// A TTL of 4s gives a 2s cut before the master fails.
-		lossy := &nemesis.Target{Topology: s, Network: netw, TTL: 4 * time.Second}
-		m := &marks{}
-		err := f.Start(ctx, lossy, rng, m)
-		what := m.String()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log(what)
-		c := redis.NewClient(&redis.Options{Addr: old.Addr(), MaxRetries: -1})
-		defer c.Close()
-		if err := c.Set(ctx, "written-during-cut", "1", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		nm, err := s.WaitSwitch(ctx, old, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc := redis.NewClient(&redis.Options{Addr: nm.Addr(), MaxRetries: -1})
-		defer nc.Close()
-		if n, _ := nc.Exists(ctx, "written-during-cut").Result(); n != 0 {
-			t.Error("the promoted replica has the key written while replication was cut")
-		}
-		if err := f.Heal(ctx, lossy); err != nil {
-			t.Fatal(err)
-		}
-		if m := healthy(t, s, netw); m == old {
-			t.Errorf("%s is master again", old.Name)
-		}
-	})
+// sentinelRig is the topology TestFailoverFaults's cases run on, one after
+// the other, with the target and the seeded source they share.
+type sentinelRig struct {
+	s      *cluster.SentinelTopology
+	netw   *cluster.Network
+	target *nemesis.Target // a TTL of 400ms
+	rng    *rand.Rand
+}
 
-	t.Run("failover-lossy aimed", func(t *testing.T) {
-		f := fault(t, "failover-lossy")
-		old := healthy(t, s, netw)
-		c := redis.NewClient(&redis.Options{Addr: old.Addr(), MaxRetries: -1})
-		defer c.Close()
-		// A copy of lock:a on every replica: a replica promoted with it
-		// would keep the key taken until it expired.
-		if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-			t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
-		}
-		p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
-		aimed := &nemesis.Target{Topology: s, Network: netw, TTL: 4 * time.Second, Protocol: p}
-		m := &marks{}
-		done := make(chan error, 1)
-		go func() { done <- f.Start(ctx, aimed, rng, m) }()
-		paths := s.ReplicationPaths(old)
-		attempt := func(key string) nemesis.ProtocolEvent {
-			return nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: key}
-		}
+// start builds the named fault and starts it on the rig's target once the
+// topology is healthy; it returns the fault and the master it started on.
+func (r *sentinelRig) start(t *testing.T, name string) (nemesis.Fault, *cluster.Node) {
+	t.Helper()
+	f := fault(t, name)
+	m := healthy(t, r.s, r.netw)
+	if err := f.Start(context.Background(), r.target, r.rng, &marks{}); err != nil {
+		t.Fatal(err)
+	}
+	return f, m
+}
 
-		p.await(t, nemesis.Point)
-		p.emit(t, attempt("lock:a")) // cut here: every replica still has lock:a
-		if !cut(t, paths) {
-			t.Fatal("no cut at the attempt")
-		}
-		p.await(t, nemesis.Point) // waits for another attempt: the cut is undone
-		if cut(t, paths) {
-			t.Fatal("the cut stayed with lock:a on the replicas")
-		}
-		p.emit(t, attempt("lock:b")) // no replica has lock:b: the cut stays
-		if !cut(t, paths) {
-			t.Fatal("no cut at the attempt on lock:b")
-		}
-		// The attempt's write, on the master only, and its grant.
-		if err := c.Set(ctx, "lock:b", "L1", 4*time.Second).Err(); err != nil {
-			t.Fatal(err)
-		}
-		p.await(t, nemesis.Acquired)
-		p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: "lock:b", Lease: "L1", Expires: time.Now().Add(4 * time.Second)})
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(m.String(), "c0's lock on it only") {
-			t.Errorf("marks %q, want the failover aimed at the lease", m)
-		}
-		nm, err := s.WaitSwitch(ctx, old, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc := redis.NewClient(&redis.Options{Addr: nm.Addr(), MaxRetries: -1})
-		defer nc.Close()
-		if n, _ := nc.Exists(ctx, "lock:b").Result(); n != 0 {
-			t.Error("the promoted replica has the lock written during the cut")
-		}
-		if err := f.Heal(ctx, aimed); err != nil {
-			t.Fatal(err)
-		}
-		healthy(t, s, netw)
-	})
+// heal heals f on the rig's target and returns the master of the healthy
+// topology it must leave.
+func (r *sentinelRig) heal(t *testing.T, f nemesis.Fault) *cluster.Node {
+	t.Helper()
+	if err := f.Heal(context.Background(), r.target); err != nil {
+		t.Fatal(err)
+	}
+	return healthy(t, r.s, r.netw)
+}
 
-	t.Run("replication-delay", func(t *testing.T) {
-		f := fault(t, "replication-delay")
-		m := healthy(t, s, netw)
-		if err := f.Start(ctx, target, rng, &marks{}); err != nil {
-			t.Fatal(err)
-		}
-		c := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-		defer c.Close()
-		if err := c.Set(ctx, "delayed", "1", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := c.Wait(ctx, 1, 100*time.Millisecond).Result(); n != 0 {
-			t.Errorf("%d replicas acknowledged within 100ms under a %v delay", n, target.TTL)
-		}
-		if n, _ := c.Wait(ctx, 2, 5*time.Second).Result(); n != 2 {
-			t.Errorf("%d replicas acknowledged eventually, want 2", n)
-		}
-		if err := f.Heal(ctx, target); err != nil {
-			t.Fatal(err)
-		}
-		healthy(t, s, netw)
-	})
+// client is a client of node n alone, closed when the test ends.
+func client(t *testing.T, n *cluster.Node) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
 
-	t.Run("sentinel-failover", func(t *testing.T) {
-		f := fault(t, "sentinel-failover")
-		old := healthy(t, s, netw)
-		if err := f.Start(ctx, target, rng, &marks{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Heal(ctx, target); err != nil {
-			t.Fatal(err)
-		}
-		if m := healthy(t, s, netw); m == old {
-			t.Errorf("%s is still master after SENTINEL FAILOVER", old.Name)
-		}
-	})
+// promotedWithout waits for Sentinel to promote a replica in old's place
+// and reports whether the new master lacks key.
+func promotedWithout(t *testing.T, s *cluster.SentinelTopology, old *cluster.Node, key string) bool {
+	t.Helper()
+	ctx := context.Background()
+	nm, err := s.WaitSwitch(ctx, old, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := client(t, nm).Exists(ctx, key).Result()
+	return n == 0
+}
+
+// testFailoverLossy: a key written to the master during the cut is not on
+// the replica promoted in its place.
+func testFailoverLossy(t *testing.T, r *sentinelRig) {
+	ctx := context.Background()
+	f := fault(t, "failover-lossy")
+	old := healthy(t, r.s, r.netw)
+	// A TTL of 4s gives a 2s cut before the master fails.
+	lossy := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second}
+	m := &marks{}
+	err := f.Start(ctx, lossy, r.rng, m)
+	what := m.String()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(what)
+	if err := client(t, old).Set(ctx, "written-during-cut", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !promotedWithout(t, r.s, old, "written-during-cut") {
+		t.Error("the promoted replica has the key written while replication was cut")
+	}
+	if err := f.Heal(ctx, lossy); err != nil {
+		t.Fatal(err)
+	}
+	if m := healthy(t, r.s, r.netw); m == old {
+		t.Errorf("%s is master again", old.Name)
+	}
+}
+
+// testFailoverLossyAimed: aimed, the lossy failover cuts at an attempt on
+// a key no replica has (undoing a cut made at one every replica has), and
+// fails over once that attempt's lock is granted on the master only.
+func testFailoverLossyAimed(t *testing.T, r *sentinelRig) {
+	ctx := context.Background()
+	f := fault(t, "failover-lossy")
+	old := healthy(t, r.s, r.netw)
+	c := client(t, old)
+	// A copy of lock:a on every replica: a replica promoted with it
+	// would keep the key taken until it expired.
+	if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
+	}
+	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
+	aimed := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
+	m := &marks{}
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx, aimed, r.rng, m) }()
+	stepToLossyGrant(t, p, c, r.s.ReplicationPaths(old))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.String(), "c0's lock on it only") {
+		t.Errorf("marks %q, want the failover aimed at the lease", m)
+	}
+	if !promotedWithout(t, r.s, old, "lock:b") {
+		t.Error("the promoted replica has the lock written during the cut")
+	}
+	if err := f.Heal(ctx, aimed); err != nil {
+		t.Fatal(err)
+	}
+	healthy(t, r.s, r.netw)
+}
+
+// stepToLossyGrant plays the client side of the aimed lossy failover
+// through p: an attempt on lock:a, which every replica has (the cut made
+// there must be undone), then one on lock:b, written through c to the
+// master only and granted. paths are the master's replication paths.
+func stepToLossyGrant(t *testing.T, p *waits, c *redis.Client, paths []*cluster.Path) {
+	t.Helper()
+	attempt := func(key string) nemesis.ProtocolEvent {
+		return nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: key}
+	}
+	p.await(t, nemesis.Point)
+	p.emit(t, attempt("lock:a")) // cut here: every replica still has lock:a
+	if !cut(t, paths) {
+		t.Fatal("no cut at the attempt")
+	}
+	p.await(t, nemesis.Point) // waits for another attempt: the cut is undone
+	if cut(t, paths) {
+		t.Fatal("the cut stayed with lock:a on the replicas")
+	}
+	p.emit(t, attempt("lock:b")) // no replica has lock:b: the cut stays
+	if !cut(t, paths) {
+		t.Fatal("no cut at the attempt on lock:b")
+	}
+	// The attempt's write, on the master only, and its grant.
+	if err := c.Set(context.Background(), "lock:b", "L1", 4*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.await(t, nemesis.Acquired)
+	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: "lock:b", Lease: "L1", Expires: time.Now().Add(4 * time.Second)})
+}
+
+// testReplicationDelay: under the delay a write reaches no replica within
+// 100ms, and both eventually.
+func testReplicationDelay(t *testing.T, r *sentinelRig) {
+	ctx := context.Background()
+	f, m := r.start(t, "replication-delay")
+	c := client(t, m)
+	if err := c.Set(ctx, "delayed", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Wait(ctx, 1, 100*time.Millisecond).Result(); n != 0 {
+		t.Errorf("%d replicas acknowledged within 100ms under a %v delay", n, r.target.TTL)
+	}
+	if n, _ := c.Wait(ctx, 2, 5*time.Second).Result(); n != 2 {
+		t.Errorf("%d replicas acknowledged eventually, want 2", n)
+	}
+	r.heal(t, f)
+}
+
+// testSentinelFailover: SENTINEL FAILOVER moves the master.
+func testSentinelFailover(t *testing.T, r *sentinelRig) {
+	f, old := r.start(t, "sentinel-failover")
+	if m := r.heal(t, f); m == old {
+		t.Errorf("%s is still master after SENTINEL FAILOVER", old.Name)
+	}
 }
 
 // marks keeps what a fault marked, for tests that start faults by hand.

@@ -57,7 +57,7 @@ func setLatencyAll() settings.Setting {
 func (latency) Aims() bool { return true }
 
 func (f latency) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	if !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 {
+	if !t.aimsAtClients() {
 		return f.toxicFault.Start(ctx, t, rng, mark)
 	}
 	all := f.all

@@ -73,7 +73,7 @@ func (f *lostReply) Start(ctx context.Context, t *Target, rng *rand.Rand, mark M
 	bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	f.stop, f.done = stop, make(chan struct{})
 	brng := rand.New(rand.NewSource(rng.Int63()))
-	aim := t.aiming() && t.Clients != nil && t.Clients.Count() > 0
+	aim := t.aimsAtClients()
 	if aim {
 		what += ", each burst on an acquire or release in flight"
 		aimed(mark, Aim{Client: -1, Step: "acquires and releases in flight"})

@@ -42,7 +42,7 @@ func (partition) Aims() bool { return true }
 
 func (f partition) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
 	nodes := clientNodes(t)
-	if !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 || len(nodes) == 0 {
+	if !t.aimsAtClients() || len(nodes) == 0 {
 		return f.toxicFault.Start(ctx, t, rng, mark)
 	}
 	to := nodes[rng.Intn(len(nodes))]

@@ -94,7 +94,7 @@ func (f *quorumPartition) Aims() bool { return true }
 // Start cuts, aimed (the default), as a client (seeded) is about to send an
 // acquire: the cut is in place before its commands go out. Blind, at once.
 func (f *quorumPartition) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error {
-	if !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 {
+	if !t.aimsAtClients() {
 		return f.toxicFault.Start(ctx, t, rng, mark)
 	}
 	paths, what := f.choose(t, rng)
@@ -117,10 +117,7 @@ func (f *quorumPartition) Available(t *Target) error {
 	default:
 		return fmt.Errorf("partition clients %q: want one or all", f.scope)
 	}
-	if t.Clients == nil {
-		return errors.New("needs clients")
-	}
-	return nil
+	return needClients(t)
 }
 
 // pickClients returns the clients a partition cuts: one, all, or (scope "")

@@ -6,7 +6,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand"
 	"time"
@@ -46,12 +45,7 @@ func (f *pauseClient) Name() string { return namePauseClient }
 // Aims implements Aiming.
 func (f *pauseClient) Aims() bool { return true }
 
-func (f *pauseClient) Available(t *Target) error {
-	if t.Clients == nil {
-		return errors.New("needs clients")
-	}
-	return nil
-}
+func (f *pauseClient) Available(t *Target) error { return needClients(t) }
 
 // outlive is how long past a lease's expiry an aimed pause lasts: time for
 // a waiting client to retry and win the key.

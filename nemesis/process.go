@@ -1,8 +1,8 @@
 // What the process faults share: picking the redis-server a fault acts on
 // (aimed at one holding a live lease, or blind) and checking that the
-// harness controls the servers' processes. The faults themselves
-// (pause-redis, crash-redis, pause-client, crash-client) each have a file
-// of their own.
+// harness controls the servers' processes, or hands the faults its
+// clients'. The faults themselves (pause-redis, crash-redis, pause-client,
+// crash-client) each have a file of their own.
 
 package nemesis
 
@@ -28,7 +28,7 @@ func pickNode(t *Target, rng *rand.Rand) (*cluster.Node, error) {
 // to the node meets a lock in force; blind, any node.
 func aimNode(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) (*cluster.Node, error) {
 	n, err := pickNode(t, rng)
-	if err != nil || !t.aiming() || t.Clients == nil || t.Clients.Count() == 0 {
+	if err != nil || !t.aimsAtClients() {
 		return n, err
 	}
 	e, holders, err := liveLease(ctx, t, rng, t.Topology.Nodes(), true, func(ProtocolEvent, []*cluster.Node) bool { return true })
@@ -42,6 +42,8 @@ func aimNode(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) (*clus
 	return n, nil
 }
 
+// needNodes is the Available of a fault that acts on the redis-server
+// processes: the harness must have started them and control them.
 func needNodes(t *Target) error {
 	if t.Topology == nil || len(t.Topology.Nodes()) == 0 {
 		return errors.New("needs redis-server processes the harness started")
@@ -50,6 +52,15 @@ func needNodes(t *Target) error {
 		if err := n.Control(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// needClients is the Available of a fault that acts on the clients (or on
+// their paths to the nodes): the run must give it their processes.
+func needClients(t *Target) error {
+	if t.Clients == nil {
+		return errors.New("needs clients")
 	}
 	return nil
 }

@@ -356,6 +356,13 @@ func aimed(mark Marker, a Aim) {
 // rather than choosing blindly (--target random, or no protocol to watch).
 func (t *Target) aiming() bool { return t.Protocol != nil && !t.Blind }
 
+// aimsAtClients reports whether faults aim on t and there is a client to
+// aim at: a fault that waits for a client's step falls back to its blind
+// form without one.
+func (t *Target) aimsAtClients() bool {
+	return t.aiming() && t.Clients != nil && t.Clients.Count() > 0
+}
+
 // patience is how long a fault waits for its target before it gives up.
 func (t *Target) patience() time.Duration {
 	if t.Patience > 0 {

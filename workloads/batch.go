@@ -108,17 +108,15 @@ func (w *Batch) Table() *TaskTable { return w.table }
 func (w *Batch) Step(ctx context.Context, p *Process) error {
 	o := w.opts.MutexOptions
 	key := o.Key(p.Rand.Intn(o.Keys))
-	hold, overrun := drawHold(o, p)
-	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
-	lease, err := Acquire(ctx, p, key)
-	if err != nil || lease == nil {
+	h, err := take(ctx, p, o, key)
+	if err != nil || h == nil {
 		return err
 	}
 	if err := p.Gate.Step(ctx, "hold"); err != nil {
 		return err
 	}
 	tasks := w.table.Pending(key, w.opts.Size)
-	if err := p.Gate.Sleep(ctx, bounded(hold, overrun, lease)); err != nil {
+	if err := p.Gate.Sleep(ctx, h.work); err != nil {
 		return err
 	}
 	for _, id := range tasks {
@@ -129,5 +127,5 @@ func (w *Batch) Step(ctx context.Context, p *Process) error {
 		pos := w.table.Enqueue(key, id)
 		done.done(history.OK, history.Event{Seq: pos})
 	}
-	return finish(ctx, p, lease, abandon, o.Think)
+	return finish(ctx, p, h.lease, h.abandon, o.Think)
 }

@@ -101,12 +101,11 @@ func (w *Fenced) Store() *FencedStore { return w.store }
 // Step implements Workload.
 func (w *Fenced) Step(ctx context.Context, p *Process) error {
 	key := w.opts.Key(p.Rand.Intn(w.opts.Keys))
-	hold, overrun := drawHold(w.opts, p)
-	abandon := w.opts.Abandon > 0 && p.Rand.Float64() < w.opts.Abandon
-	lease, err := Acquire(ctx, p, key)
-	if err != nil || lease == nil {
+	h, err := take(ctx, p, w.opts, key)
+	if err != nil || h == nil {
 		return err
 	}
+	lease := h.lease
 	if lease.Fence == 0 {
 		w.warn.Do(func() {
 			p.r.cfg.Logf("workload %s: the lock hands out no fencing tokens (use --lock fenced): the store cannot refuse anything", w.Name())
@@ -118,7 +117,7 @@ func (w *Fenced) Step(ctx context.Context, p *Process) error {
 	done := resourceOp(p, history.Event{Op: history.Read, Key: key, Fence: lease.Fence})
 	v, seq := w.store.Read(key, lease.Fence)
 	done.done(history.OK, history.Event{Value: history.Int64(v), Seq: seq})
-	if err := p.Gate.Sleep(ctx, bounded(hold, overrun, lease)); err != nil {
+	if err := p.Gate.Sleep(ctx, h.work); err != nil {
 		return err
 	}
 	if err := p.Gate.Step(ctx, "work-done"); err != nil {
@@ -131,5 +130,5 @@ func (w *Fenced) Step(ctx context.Context, p *Process) error {
 	} else {
 		done.done(history.Fail, history.Event{Seq: seq, Error: "stale fencing token"})
 	}
-	return finish(ctx, p, lease, abandon, w.opts.Think)
+	return finish(ctx, p, lease, h.abandon, w.opts.Think)
 }

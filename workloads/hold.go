@@ -24,6 +24,28 @@ func drawHold(o MutexOptions, p *Process) (time.Duration, bool) {
 	return d, false
 }
 
+// held is one iteration's hold of its key, as take draws and takes it.
+type held struct {
+	lease   *locks.Lease
+	work    time.Duration // the hold drawn, cut to the lease's validity (bounded)
+	abandon bool          // the holder dies with the lock instead of releasing it
+}
+
+// take draws an iteration's hold and whether it abandons the lock, in the
+// order every workload draws them so that a seed replays alike, then
+// acquires key. Like Acquire it returns nil, and a nil error, when the
+// lock was not acquired or the outcome is unknown, and an error only when
+// the process died.
+func take(ctx context.Context, p *Process, o MutexOptions, key string) (*held, error) {
+	hold, overrun := drawHold(o, p)
+	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
+	lease, err := Acquire(ctx, p, key)
+	if err != nil || lease == nil {
+		return nil, err
+	}
+	return &held{lease: lease, work: bounded(hold, overrun, lease), abandon: abandon}, nil
+}
+
 // checkShape validates the options the guarded-resource workloads share.
 func checkShape(o *MutexOptions) error {
 	_, err := NewMutex(nil, *o)
@@ -45,8 +67,9 @@ func orDefault(v *int, def, max int, what string) error {
 	return nil
 }
 
-// finish ends an iteration the way the mutex workload does: an abandoning
-// holder dies with its lock, anyone else releases and thinks.
+// finish ends an iteration the way every workload but reentrant (which
+// counts its releases) does: an abandoning holder dies with its lock, anyone
+// else releases and thinks.
 func finish(ctx context.Context, p *Process, lease *locks.Lease, abandon bool, think time.Duration) error {
 	if abandon {
 		lease.StopRenewal()

@@ -97,18 +97,6 @@ func (m *Mutex) Name() string { return "mutex" }
 // Counter is the guarded resource.
 func (m *Mutex) Counter() *Counter { return m.counter }
 
-// holdTime draws the work time of one hold, and whether it is an overrun.
-func (m *Mutex) holdTime(p *Process) (time.Duration, bool) {
-	if m.opts.Overrun > 0 && p.Rand.Float64() < m.opts.Overrun {
-		return m.opts.TTL * 7 / 6, true
-	}
-	d := m.opts.HoldMin
-	if span := m.opts.HoldMax - m.opts.HoldMin; span > 0 {
-		d += time.Duration(p.Rand.Int63n(int64(span) + 1))
-	}
-	return d, false
-}
-
 // validityMargin is kept back from a lease's validity: the lock measures it
 // from a start a little after the history's invocation.
 const validityMargin = 2 * time.Millisecond
@@ -126,26 +114,14 @@ func bounded(hold time.Duration, overrun bool, lease *locks.Lease) time.Duration
 // Step implements Workload.
 func (m *Mutex) Step(ctx context.Context, p *Process) error {
 	key := m.opts.Key(p.Rand.Intn(m.opts.Keys))
-	hold, overrun := m.holdTime(p)
-	abandon := m.opts.Abandon > 0 && p.Rand.Float64() < m.opts.Abandon
-	lease, err := Acquire(ctx, p, key)
-	if err != nil || lease == nil {
+	h, err := take(ctx, p, m.opts, key)
+	if err != nil || h == nil {
 		return err
 	}
-	if err := m.work(ctx, p, key, bounded(hold, overrun, lease)); err != nil {
+	if err := m.work(ctx, p, key, h.work); err != nil {
 		return err
 	}
-	if abandon {
-		lease.StopRenewal()
-		return ErrAbandon
-	}
-	if err := Release(ctx, p, lease); err != nil {
-		return err
-	}
-	if m.opts.Think > 0 {
-		return p.Gate.Sleep(ctx, m.opts.Think)
-	}
-	return nil
+	return finish(ctx, p, h.lease, h.abandon, m.opts.Think)
 }
 
 // work is the critical section: read the counter, work for hold, write it

@@ -54,12 +54,11 @@ func (w *Reentrant) Step(ctx context.Context, p *Process) error {
 	o := w.opts.MutexOptions
 	key := o.Key(p.Rand.Intn(o.Keys))
 	depth := 1 + p.Rand.Intn(w.opts.MaxDepth)
-	hold, overrun := drawHold(o, p)
-	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
-	outer, err := Acquire(ctx, p, key)
-	if err != nil || outer == nil {
+	h, err := take(ctx, p, o, key)
+	if err != nil || h == nil {
 		return err
 	}
+	outer := h.lease
 	if err := p.Gate.Step(ctx, "hold"); err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func (w *Reentrant) Step(ctx context.Context, p *Process) error {
 	done.done(history.OK, history.Event{Value: history.Int64(v)})
 
 	// Every level works an equal share of the hold.
-	share := bounded(hold, overrun, outer) / time.Duration(depth)
+	share := h.work / time.Duration(depth)
 	var nested []*locks.Lease
 	for d := 2; d <= depth; d++ {
 		if err := p.Gate.Sleep(ctx, share); err != nil {
@@ -100,7 +99,7 @@ func (w *Reentrant) Step(ctx context.Context, p *Process) error {
 	if !clean {
 		p.r.stats.Overlaps.Add(1)
 	}
-	if abandon {
+	if h.abandon {
 		outer.StopRenewal()
 		return ErrAbandon
 	}

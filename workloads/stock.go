@@ -154,11 +154,8 @@ func (w *Stock) buyLua(ctx context.Context, p *Process, item int, round, user in
 
 // buyLocked is the sale under the lock, one command at a time.
 func (w *Stock) buyLocked(ctx context.Context, p *Process, item int, round, user int64) (soldOut bool, err error) {
-	o := w.opts.MutexOptions
-	hold, overrun := drawHold(o, p)
-	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
-	lease, err := Acquire(ctx, p, w.opts.Key(item))
-	if err != nil || lease == nil {
+	h, err := take(ctx, p, w.opts.MutexOptions, w.opts.Key(item))
+	if err != nil || h == nil {
 		return false, err
 	}
 	if err := p.Gate.Step(ctx, "hold"); err != nil {
@@ -186,7 +183,7 @@ func (w *Stock) buyLocked(ctx context.Context, p *Process, item int, round, user
 		if member {
 			return history.Fail, errors.New("already bought")
 		}
-		if err := p.Gate.Sleep(ctx, bounded(hold, overrun, lease)); err != nil {
+		if err := p.Gate.Sleep(ctx, h.work); err != nil {
 			return history.Unknown, err
 		}
 		if err := p.Gate.Step(ctx, "sell"); err != nil {
@@ -205,7 +202,7 @@ func (w *Stock) buyLocked(ctx context.Context, p *Process, item int, round, user
 		return false, err
 	}
 	buy.done(outcome, history.Event{Error: errText(err)})
-	return soldOut, finish(ctx, p, lease, abandon, 0)
+	return soldOut, finish(ctx, p, h.lease, h.abandon, 0)
 }
 
 // nextSale starts sale round+1 of item unless someone already did: SET NX

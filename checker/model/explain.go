@@ -10,6 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/internal/distinct"
 )
 
 // How a key found not linearizable is explained: its culprit and its
@@ -133,8 +134,8 @@ func (kc *keyCheck) finding(km *keyModel, model porcupine.Model, part, longest [
 	a.Leases = []string{km.leaseName(culprit.lease)}
 	if st.holder != 0 && st.holder != culprit.lease {
 		h := km.meta(st.holder)
-		a.Clients = uniqueInts(culprit.client, h.client)
-		a.Processes = uniqueInts(culprit.process, h.process)
+		a.Clients = distinct.Of(culprit.client, h.client)
+		a.Processes = distinct.Of(culprit.process, h.process)
 		a.Leases = append(a.Leases, h.id)
 	}
 	a.Detail = fmt.Sprintf("no order of the lock operations on %s is legal for a lease mutex: %s cannot follow any legal order of the operations before it (in the longest one found, the lock was then %s)",

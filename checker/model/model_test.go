@@ -14,13 +14,18 @@ import (
 
 func ms(v float64) int64 { return int64(v * float64(time.Millisecond)) }
 
+// stepStates are the states the step cases start from: lease 1 holding
+// the lock from 10 ms under a 100 ms ttl, and the lock free at 10 ms.
+func stepStates() (held, free lockState) {
+	return lockState{holder: 1, start: ms(10), ttl: ms(100), now: ms(10)}, lockState{now: ms(10)}
+}
+
 // The lease-mutex specification, one transition at a time. Times are ms;
 // every lease has a 100 ms ttl. Lease 1 holds the lock from 10 ms (its
 // lease may expire from 109 ms, the 1 ms allowance included) unless the
 // case starts free.
 func TestStepLock(t *testing.T) {
-	held := lockState{holder: 1, start: ms(10), ttl: ms(100), now: ms(10)}
-	free := lockState{now: ms(10)}
+	held, free := stepStates()
 	type in = lockInput
 	cases := []struct {
 		name    string
@@ -91,8 +96,7 @@ func TestStepLock(t *testing.T) {
 // The relaxed search's exceptions: what only an acquire of unknown outcome
 // left out of it could explain.
 func TestStepLockRelaxed(t *testing.T) {
-	held := lockState{holder: 1, start: ms(10), ttl: ms(100), now: ms(10)}
-	free := lockState{now: ms(10)}
+	held, free := stepStates()
 	type in = lockInput
 	cases := []struct {
 		name string

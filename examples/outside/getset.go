@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,50 +29,31 @@ func newGetThenSet(cfg locks.Config) (locks.Lock, error) {
 func (l *getSet) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 	c := l.cfg.Nodes[0]
 	token := l.cfg.NewToken()
-	deadline := time.Now().Add(l.cfg.Wait)
-	for n := 1; ; n++ {
-		if err := l.step(ctx, "get"); err != nil {
-			return nil, err
+	err := retryAcquire(ctx, l.cfg, func() (bool, error) {
+		if err := step(ctx, l.cfg, "get"); err != nil {
+			return false, err
 		}
-		_, err := c.Get(ctx, key).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			if err := l.step(ctx, "set"); err != nil {
-				return nil, err
-			}
-			if err := c.Set(ctx, key, token, l.cfg.TTL).Err(); err != nil {
-				return nil, err
-			}
-			return &locks.Lease{Key: key, Token: token, TTL: l.cfg.TTL}, nil
-		case err != nil:
-			return nil, err
+		if _, err := c.Get(ctx, key).Result(); !errors.Is(err, redis.Nil) {
+			return false, err // taken (nil: try again), or a failure
 		}
-		d := l.cfg.RetryDelayAt(n)
-		if time.Now().Add(d).After(deadline) {
-			return nil, locks.ErrNotAcquired
+		if err := step(ctx, l.cfg, "set"); err != nil {
+			return false, err
 		}
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return nil, errors.Join(locks.ErrNotAcquired, ctx.Err())
-		}
+		return true, c.Set(ctx, key, token, l.cfg.TTL).Err()
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &locks.Lease{Key: key, Token: token, TTL: l.cfg.TTL}, nil
 }
 
 // release deletes the key only while it still holds this lease's token.
 var release = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
 func (l *getSet) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
-	if err := l.step(ctx, "release"); err != nil {
+	if err := step(ctx, l.cfg, "release"); err != nil {
 		return false, err
 	}
 	n, err := release.Run(ctx, l.cfg.Nodes[0], []string{lease.Key}, lease.Token).Int()
 	return n == 1, err
-}
-
-func (l *getSet) step(ctx context.Context, point string) error {
-	if l.cfg.Hooks.Step == nil {
-		return ctx.Err()
-	}
-	return l.cfg.Hooks.Step(ctx, point)
 }

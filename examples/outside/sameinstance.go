@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,43 +48,25 @@ func newSameInstance(cfg locks.Config) (locks.Lock, error) {
 // per acquisition; the key holds the object's value.
 func (l *instanceLock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 	lease := &locks.Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	deadline := time.Now().Add(l.cfg.Wait)
-	for n := 1; ; n++ {
-		if err := l.step(ctx, "attempt"); err != nil {
-			return nil, err
+	err := retryAcquire(ctx, l.cfg, func() (bool, error) {
+		if err := step(ctx, l.cfg, "attempt"); err != nil {
+			return false, err
 		}
 		got, err := reacquire.Run(ctx, l.cfg.Nodes[0], []string{key}, l.value, l.cfg.TTL.Milliseconds()).Int()
-		if err != nil {
-			return nil, err
-		}
-		if got == 1 {
-			return lease, nil
-		}
-		d := l.cfg.RetryDelayAt(n)
-		if time.Now().Add(d).After(deadline) {
-			return nil, locks.ErrNotAcquired
-		}
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return nil, errors.Join(locks.ErrNotAcquired, ctx.Err())
-		}
+		return got == 1, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return lease, nil
 }
 
 // Release implements locks.Lock: it deletes the key if it holds the
 // object's value, whichever goroutine's acquire wrote it.
 func (l *instanceLock) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
-	if err := l.step(ctx, "release"); err != nil {
+	if err := step(ctx, l.cfg, "release"); err != nil {
 		return false, err
 	}
 	n, err := release.Run(ctx, l.cfg.Nodes[0], []string{lease.Key}, l.value).Int()
 	return n == 1, err
-}
-
-func (l *instanceLock) step(ctx context.Context, point string) error {
-	if l.cfg.Hooks.Step == nil {
-		return ctx.Err()
-	}
-	return l.cfg.Hooks.Step(ctx, point)
 }
