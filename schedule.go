@@ -23,8 +23,10 @@ func (r *run) runSchedule(ctx context.Context) error {
 		return &UsageError{err}
 	}
 
-	// The clients' first processes start before the clock does.
+	// The clients' first processes start before the clock does, the
+	// history's clock included.
 	c.runner.Prepare()
+	c.rec.StartClock()
 	runCtx, stop := context.WithTimeout(c.stopCtx, opts.Duration)
 	progressDone := startProgress(runCtx, opts.Progress, c.runner, c.rec, c.live.anomalies)
 	start := time.Now()

@@ -45,8 +45,8 @@ type ShardedTopology interface {
 	// NodeID is n's cluster node id.
 	NodeID(n *Node) string
 	// ForceFailover sends CLUSTER FAILOVER FORCE to replica and waits until
-	// it says it is a master: promotion without the old master's say, so
-	// whatever did not reach the replica is lost.
+	// every node sees it as a master: promotion without the old master's
+	// say, so whatever did not reach the replica is lost.
 	ForceFailover(ctx context.Context, replica *Node, timeout time.Duration) error
 	// Settle waits until every node reports cluster_state:ok, all agree
 	// on who replicates whom with no slot half migrated, and every
@@ -321,25 +321,37 @@ func (c *RedisCluster) ReplicationPaths(node *Node) []*Path {
 	return c.net.pathsTo(c.local.Nodes(), node)
 }
 
-// ForceFailover implements ShardedTopology. A promotion is recorded as a
-// master switch (history.MasterSwitch), so anomalies after it are marked.
+// ForceFailover implements ShardedTopology. It returns once every node
+// sees the replica as a master, asking again when an election goes
+// unanswered. A promotion is recorded as a master switch
+// (history.MasterSwitch), so anomalies after it are marked.
 func (c *RedisCluster) ForceFailover(ctx context.Context, replica *Node, timeout time.Duration) error {
 	cl := c.Control(replica)
 	if cl == nil {
 		return fmt.Errorf("%s is no node of this cluster", replica.Name)
 	}
-	if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
-		return fmt.Errorf("CLUSTER FAILOVER FORCE on %s: %w", replica.Name, err)
-	}
-	err := poll(ctx, timeout, replica.Name+" not promoted", func() error {
-		info, err := c.replication(ctx, replica)
-		if err != nil {
-			return err
-		}
-		if info["role"] != "master" {
-			return fmt.Errorf("%s is still a %s", replica.Name, info["role"])
+	force := func() error {
+		if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
+			return fmt.Errorf("CLUSTER FAILOVER FORCE on %s: %w", replica.Name, err)
 		}
 		return nil
+	}
+	if err := force(); err != nil {
+		return err
+	}
+	sent := time.Now()
+	err := poll(ctx, timeout, replica.Name+" not promoted", func() error {
+		// A replica's election ends unanswered after twice the node
+		// timeout (the masters refuse a vote, say, for a replica of a
+		// master they voted on within that time), and the manual failover
+		// with it: ask again, as an operator would.
+		if time.Since(sent) > 2*ClusterNodeTimeout+time.Second {
+			if err := force(); err != nil {
+				return err
+			}
+			sent = time.Now()
+		}
+		return c.promoted(ctx, replica)
 	})
 	if err != nil {
 		return err
@@ -348,6 +360,27 @@ func (c *RedisCluster) ForceFailover(ctx context.Context, replica *Node, timeout
 	defer c.mu.Unlock()
 	if c.record != nil && !c.closed {
 		c.record(history.Event{Op: history.MasterSwitch, Target: replica.Name})
+	}
+	return nil
+}
+
+// promoted checks that every running node sees replica as a master that
+// serves slots. Its own role says too little: a replica whose election a
+// newer epoch overrules says master for a moment, then follows the old
+// master again.
+func (c *RedisCluster) promoted(ctx context.Context, replica *Node) error {
+	id := c.NodeID(replica)
+	for i, n := range c.local.Nodes() {
+		if n.Pid() == 0 || i >= len(c.ctl) {
+			continue
+		}
+		v, err := c.view(ctx, c.ctl[i])
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if e, ok := v[id]; !ok || e.master != "" || len(e.slots) == 0 {
+			return fmt.Errorf("%s does not see %s as a master serving slots yet", n.Name, replica.Name)
+		}
 	}
 	return nil
 }

@@ -68,6 +68,10 @@ type FailoverTopology interface {
 	// until every Sentinel reports it, so that the next failover's choice
 	// follows it; it returns the priority n had.
 	SetPriority(ctx context.Context, n *Node, priority int, timeout time.Duration) (int, error)
+	// Follow makes n a replica of master at the address master announces,
+	// as Sentinel reconfigures an old master once it sees it still acting
+	// as one.
+	Follow(ctx context.Context, n, master *Node) error
 }
 
 // SentinelTopology is one master, two replicas and three Sentinels, all

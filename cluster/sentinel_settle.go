@@ -39,8 +39,8 @@ func (s *SentinelTopology) settleOnce(ctx context.Context) error {
 			return err
 		}
 		if info["role"] != "slave" || net.JoinHostPort(info["master_host"], info["master_port"]) != f.addr() {
-			if err := s.control(n).Do(ctx, "REPLICAOF", s.local.Backend().HarnessIP(), strconv.Itoa(f.port())).Err(); err != nil {
-				return fmt.Errorf("point %s at %s: %w", n.Name, m.Name, err)
+			if err := s.Follow(ctx, n, m); err != nil {
+				return err
 			}
 			return fmt.Errorf("%s re-pointed at %s", n.Name, m.Name)
 		}
@@ -94,6 +94,18 @@ func pairs(v any) map[string]string {
 		out[key] = val
 	}
 	return out
+}
+
+// Follow implements FailoverTopology.
+func (s *SentinelTopology) Follow(ctx context.Context, n, master *Node) error {
+	c, f := s.control(n), s.frontOf(master)
+	if c == nil || f == nil {
+		return fmt.Errorf("point %s at %s: not a node of this topology", n.Name, master.Name)
+	}
+	if err := c.Do(ctx, "REPLICAOF", s.local.Backend().HarnessIP(), strconv.Itoa(f.port())).Err(); err != nil {
+		return fmt.Errorf("point %s at %s: %w", n.Name, master.Name, err)
+	}
+	return nil
 }
 
 func (s *SentinelTopology) role(ctx context.Context, n *Node) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,6 +12,8 @@ import (
 // It is safe for concurrent use by every client of a run.
 type Recorder struct {
 	base time.Time
+	// late is how far StartClock moved the clock's zero past base.
+	late atomic.Int64
 
 	mu     sync.Mutex
 	w      *spool // nil: no file
@@ -22,6 +25,7 @@ type Recorder struct {
 	// whether events stays filled, sink sees each event in file order.
 	count int64
 	keep  bool
+	last  int64 // the latest time stamped: the header's may follow StartClock's zero
 	sink  func(Event)
 
 	stop chan struct{}
@@ -63,10 +67,28 @@ func KeepNone() RecorderOption { return func(r *Recorder) { r.keep = false } }
 func OnEvent(fn func(Event)) RecorderOption { return func(r *Recorder) { r.sink = fn } }
 
 // Now is the time since the run's base, on the history's clock.
-func (r *Recorder) Now() time.Duration { return time.Since(r.base) }
+func (r *Recorder) Now() time.Duration { return r.since() }
 
 // Base is the wall-clock instant the history's clock reads zero.
-func (r *Recorder) Base() time.Time { return r.base }
+func (r *Recorder) Base() time.Time { return r.base.Add(time.Duration(r.late.Load())) }
+
+func (r *Recorder) since() time.Duration { return time.Since(r.base) - time.Duration(r.late.Load()) }
+
+// StartClock sets the history's clock to zero now, when the clients start:
+// the time a lock program's interpreter takes to start (most of a second
+// for six Pythons importing their Redis library on two cores) then counts
+// neither in the run's times nor in its time to the first anomaly. It
+// does so only while the history holds nothing but its header, so that no
+// time goes back, and reports whether it did.
+func (r *Recorder) StartClock() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.count > 1 {
+		return false
+	}
+	r.late.Store(int64(time.Since(r.base)))
+	return true
+}
 
 func (r *Recorder) flushLoop(every time.Duration) {
 	defer close(r.done)
@@ -93,7 +115,8 @@ func (r *Recorder) record(e Event) Event {
 	if r.closed {
 		return e
 	}
-	e.Time = int64(time.Since(r.base))
+	e.Time = max(int64(r.since()), r.last)
+	r.last = e.Time
 	e.Index = r.count
 	r.count++
 	if r.keep {

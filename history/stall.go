@@ -62,5 +62,5 @@ func WatchStalls(ctx context.Context, r *Recorder, o StallOptions) <-chan struct
 func (r *Recorder) probe() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return time.Since(r.base)
+	return r.since()
 }

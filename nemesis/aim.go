@@ -197,11 +197,8 @@ func cutWhileLacking(ctx context.Context, t *Target, cut *toxicFault, lacking []
 }
 
 // leaseWhere finds a live lease on key (any key when it is "") that the
-// nodes hold as want says: one held already, or the next granted. found
-// is false when none came within the target's patience, or when no client
-// acquired anything at all for twice the blind fault's lead: a lock that
-// grants nothing while replication is cut (token-wait refuses unreplicated
-// writes) does that, and it still faces the failover it exists to survive.
+// nodes hold as want says: one held already, or the next granted (see
+// nextLeaseWhere).
 func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
 	for _, h := range t.Protocol.Held() {
 		if h.Lease != "" && (key == "" || h.Key == key) && (h.Expires.IsZero() || time.Now().Before(h.Expires)) && want(h) {
@@ -209,6 +206,16 @@ func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEv
 			return h, true, nil
 		}
 	}
+	return nextLeaseWhere(ctx, t, key, want)
+}
+
+// nextLeaseWhere waits for the next live lease granted on key (any key
+// when it is "") that want accepts. found is false when none came within
+// the target's patience, or when no client acquired anything at all for
+// twice the blind fault's lead: a lock that grants nothing while
+// replication is cut (token-wait refuses unreplicated writes) does that,
+// and it still faces the failover it exists to survive.
+func nextLeaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
 	deadline := time.Now().Add(t.patience())
 	for {
 		p := *t

@@ -33,7 +33,16 @@ import (
 type clusterFailoverLossy struct {
 	cut           *toxicFault
 	old, promoted *cluster.Node
+	forced        time.Time // when this fault last promoted a replica
 }
+
+// voteGap is how long after a forced failover the next one waits. A Redis
+// Cluster master votes for a replica of a given master at most once in
+// twice the node timeout, so a second forced failover of the same shard
+// sooner than that gets no votes and does not happen; with a nemesis
+// interval of a second, the third fault of a run met that and its heal
+// waited in vain for the promotion it had reported.
+const voteGap = 2*cluster.ClusterNodeTimeout + 500*time.Millisecond
 
 // nameClusterFailoverLossy is the fault's one name: its entry's and its own.
 const nameClusterFailoverLossy = "cluster-failover-lossy"
@@ -67,6 +76,9 @@ func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.R
 	st, err := needCluster(t)
 	if err != nil {
 		return err
+	}
+	if !sleep.For(ctx, time.Until(f.forced.Add(voteGap))) {
+		return ctx.Err()
 	}
 	if t.aiming() {
 		m, r, key, err := f.cutAtAttempt(ctx, t, st, rng)
@@ -171,7 +183,7 @@ func (f *clusterFailoverLossy) promote(ctx context.Context, t *Target, st cluste
 		}
 		return err
 	}
-	f.old, f.promoted = m, r
+	f.old, f.promoted, f.forced = m, r, time.Now()
 	mark.Step(fmt.Sprintf("CLUSTER FAILOVER FORCE: %s promoted over %s (%s)", r.Name, m.Name, what))
 	return nil
 }

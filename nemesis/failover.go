@@ -69,7 +69,9 @@ func needTopology[T cluster.Topology](t *Target, needs string) (T, error) {
 // Aimed (the default), failover-lossy cuts replication as a client tries a
 // key that no replica has, and fails the master over (SENTINEL FAILOVER,
 // the fastest switch) right after a live lock has been written on it and
-// on no replica; blind, it kills or pauses it half a TTL after the cut.
+// on no replica, then makes the old master a replica at its next grant
+// (see demoteAtGrant); blind, it kills or pauses it half a TTL after the
+// cut.
 //
 // At heal, once every Sentinel agrees on the new master, the old master
 // comes back (resumed or restarted with its persistence) as a replica of it,
@@ -85,6 +87,9 @@ type failover struct {
 	// failed receives the outcome of the delayed master failure of a
 	// lossy failover (nil: it failed; else why not).
 	failed chan error
+	// demoted receives the outcome of an aimed failover's last step, the
+	// old master made a replica (see demoteAtGrant).
+	demoted chan error
 }
 
 // The names of the three variants, each written once: their entries', and
@@ -167,7 +172,7 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 	case rng.Intn(2) == 0:
 		how = failPause
 	}
-	f.old, f.paused, f.toxics, f.failed = old, false, nil, nil
+	f.old, f.paused, f.toxics, f.failed, f.demoted = old, false, nil, nil, nil
 	if !f.cut {
 		if err := f.fail(ctx, ft, old, how, sentinel); err != nil {
 			f.old = nil
@@ -252,7 +257,59 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 	a.Node = old.Name
 	aimed(mark, a)
 	mark.Began(fmt.Sprintf("replication from %s cut; %s with %s's lock on it only", old.Name, describe(old, how), ClientName(e.Client)))
+	f.demoted = make(chan error, 1)
+	go func() { f.demoted <- demoteAtGrant(ctx, t, ft, old, mark) }()
 	return nil
+}
+
+// demoteAtGrant makes the old master a replica of the new one right after
+// it grants a lock, as Sentinel does by itself a second or so after the
+// switch. A client that looks for the master only when the old one
+// refuses its writes (redis-py's Sentinel pool, like most libraries) is
+// granted locks there until then; turned away at its next try, it finds
+// the key free on the new master while the old master's last holder still
+// holds. Left to Sentinel, the demotion comes at a moment of its own, most
+// often after that holder has released. Clients that heard of the switch
+// have moved already: when the old master grants nothing within a lead,
+// the demotion is left to Sentinel.
+func demoteAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, old *cluster.Node, mark Marker) error {
+	m, err := namedMaster(ctx, ft, old)
+	if err != nil {
+		return err
+	}
+	p := *t
+	p.Patience = lead(t.TTL)
+	e, found, err := nextLeaseWhere(ctx, &p, "", func(e ProtocolEvent) bool {
+		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
+			len(leaseHolders(ctx, []*cluster.Node{m}, e.Key, "")) == 0
+	})
+	if err != nil || !found {
+		return err
+	}
+	if err := ft.Follow(ctx, old, m); err != nil {
+		return err
+	}
+	mark.Step(fmt.Sprintf("%s made a replica of %s right after it granted %s's lock", old.Name, m.Name, ClientName(e.Client)))
+	return nil
+}
+
+// namedMaster waits until a majority of Sentinels name a master other
+// than old, the moment a client that asks them is sent to it. WaitSwitch
+// waits longer, for the failover to end, which comes only once Sentinel
+// has made old a replica itself.
+func namedMaster(ctx context.Context, ft cluster.FailoverTopology, old *cluster.Node) (*cluster.Node, error) {
+	deadline := time.Now().Add(switchTimeout)
+	for {
+		if m, err := ft.Master(ctx); err == nil && m != old {
+			return m, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no Sentinel majority names a master other than %s within %v", old.Name, switchTimeout)
+		}
+		if !sleep.For(ctx, 20*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
 }
 
 func describe(n *cluster.Node, how string) string {
@@ -297,6 +354,12 @@ func (f *failover) Heal(ctx context.Context, t *Target) error {
 		f.failed = nil
 	}
 	f.old = nil
+	if f.demoted != nil {
+		if err := <-f.demoted; err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("make %s a replica: %w", old.Name, err))
+		}
+		f.demoted = nil
+	}
 	if old != nil {
 		// Wait for the switch before the old master can answer again, or
 		// Sentinel would simply see it back (and a failover still under

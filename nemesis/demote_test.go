@@ -1,0 +1,108 @@
+// A test of the aimed lossy failover's last step: the old master made a
+// replica right after it grants a lock, on a real Sentinel topology.
+
+package nemesis_test
+
+import (
+	"context"
+	"math/rand"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/nemesis"
+)
+
+// TestFailoverLossyDemotesAtGrant: once the Sentinels name the new master,
+// the aimed lossy failover makes the old master a replica right after the
+// old master grants a lock that the new master lacks: the moment a client
+// that learns of a switch only from a refused write finds the key free on
+// the new master while that lock's holder still holds. The Sentinels are
+// paused meanwhile, so only the fault can have made it a replica.
+func TestFailoverLossyDemotesAtGrant(t *testing.T) {
+	topo, netw := testredis.Topology(t, "sentinel", cluster.TopologyOptions{})
+	s := topo.(*cluster.SentinelTopology)
+	ctx := context.Background()
+	f := fault(t, "failover-lossy")
+	old := healthy(t, s, netw)
+	c := client(t, old)
+	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
+	aimed := &nemesis.Target{Topology: s, Network: netw, TTL: 4 * time.Second, Protocol: p}
+	m := &marks{}
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx, aimed, rand.New(rand.NewSource(1)), m) }()
+
+	// The cut at an attempt, and that attempt's lock granted on the master
+	// only: the failover goes ahead.
+	p.await(t, nemesis.Point)
+	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: "lock:b"})
+	p.await(t, nemesis.Acquired)
+	grant(t, p, c, "lock:b", "L1")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// The fault waits for a grant on the old master once the Sentinels
+	// name another; the old master still acts as one.
+	p.await(t, nemesis.Acquired)
+	resume := pauseSentinels(t, s)
+	grant(t, p, c, "lock:c", "L2")
+	deadline := time.Now().Add(5 * time.Second)
+	for role(t, old) != "slave" {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still a master 5s after it granted a lock the new master lacks", old.Name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resume()
+	if err := f.Heal(ctx, aimed); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.String(), old.Name+" made a replica of") {
+		t.Errorf("marks %q, want the old master made a replica", m)
+	}
+	healthy(t, s, netw)
+}
+
+// grant writes key=lease on the master through c and reports it granted
+// through p, whose fault waits for a grant.
+func grant(t *testing.T, p *waits, c *redis.Client, key, lease string) {
+	t.Helper()
+	if err := c.Set(context.Background(), key, lease, 4*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease, Expires: time.Now().Add(4 * time.Second)})
+}
+
+// pauseSentinels stops every Sentinel process of s (SIGSTOP) and returns
+// what continues them; they are continued when the test ends in any case.
+func pauseSentinels(t *testing.T, s *cluster.SentinelTopology) (resume func()) {
+	t.Helper()
+	var nodes []int
+	for _, n := range s.Nodes() {
+		nodes = append(nodes, n.Pid())
+	}
+	var stopped []int
+	resume = func() {
+		for _, pid := range stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+		stopped = nil
+	}
+	t.Cleanup(resume)
+	for _, pid := range s.Pids() {
+		if !slices.Contains(nodes, pid) {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatalf("pause sentinel %d: %v", pid, err)
+			}
+			stopped = append(stopped, pid)
+		}
+	}
+	return resume
+}
