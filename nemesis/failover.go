@@ -258,7 +258,13 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 	aimed(mark, a)
 	mark.Began(fmt.Sprintf("replication from %s cut; %s with %s's lock on it only", old.Name, describe(old, how), ClientName(e.Client)))
 	f.demoted = make(chan error, 1)
-	go func() { f.demoted <- demoteAtGrant(ctx, t, ft, old, mark) }()
+	go func() {
+		err := demoteAtGrant(ctx, t, ft, old, mark)
+		if ctx.Err() != nil {
+			err = nil // the run ended first: Sentinel makes it a replica, and the heal waits for that
+		}
+		f.demoted <- err
+	}()
 	return nil
 }
 
@@ -355,7 +361,7 @@ func (f *failover) Heal(ctx context.Context, t *Target) error {
 	}
 	f.old = nil
 	if f.demoted != nil {
-		if err := <-f.demoted; err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+		if err := <-f.demoted; err != nil {
 			errs = append(errs, fmt.Errorf("make %s a replica: %w", old.Name, err))
 		}
 		f.demoted = nil
