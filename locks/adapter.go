@@ -94,3 +94,11 @@ func (c Config) Attempts() int {
 // process has reached a protocol point (blocking while it is paused, failing
 // once it crashed), and with no Step hook set it only checks ctx.
 func (h Hooks) Reach(ctx context.Context, point string) error { return h.step(ctx, point) }
+
+// Retry is the acquire loop of this package's single-node locks for a lock
+// outside it: attempt runs after an "attempt" point until it acquires or
+// fails, with RetryDelayAt's pauses between tries, and the loop gives up
+// with ErrNotAcquired where the next pause would end past Wait.
+func Retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool, error)) error {
+	return retry(ctx, cfg, attempt)
+}

@@ -29,14 +29,14 @@ func newGetThenSet(cfg locks.Config) (locks.Lock, error) {
 func (l *getSet) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 	c := l.cfg.Nodes[0]
 	token := l.cfg.NewToken()
-	err := retryAcquire(ctx, l.cfg, func() (bool, error) {
-		if err := step(ctx, l.cfg, "get"); err != nil {
+	err := locks.Retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
+		if err := l.cfg.Hooks.Reach(ctx, "get"); err != nil {
 			return false, err
 		}
 		if _, err := c.Get(ctx, key).Result(); !errors.Is(err, redis.Nil) {
 			return false, err // taken (nil: try again), or a failure
 		}
-		if err := step(ctx, l.cfg, "set"); err != nil {
+		if err := l.cfg.Hooks.Reach(ctx, "set"); err != nil {
 			return false, err
 		}
 		return true, c.Set(ctx, key, token, l.cfg.TTL).Err()
@@ -51,7 +51,7 @@ func (l *getSet) Acquire(ctx context.Context, key string) (*locks.Lease, error) 
 var release = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
 func (l *getSet) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
-	if err := step(ctx, l.cfg, "release"); err != nil {
+	if err := l.cfg.Hooks.Reach(ctx, "release"); err != nil {
 		return false, err
 	}
 	n, err := release.Run(ctx, l.cfg.Nodes[0], []string{lease.Key}, lease.Token).Int()

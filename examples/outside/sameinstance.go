@@ -48,10 +48,7 @@ func newSameInstance(cfg locks.Config) (locks.Lock, error) {
 // per acquisition; the key holds the object's value.
 func (l *instanceLock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 	lease := &locks.Lease{Key: key, Token: l.cfg.NewToken(), TTL: l.cfg.TTL}
-	err := retryAcquire(ctx, l.cfg, func() (bool, error) {
-		if err := step(ctx, l.cfg, "attempt"); err != nil {
-			return false, err
-		}
+	err := locks.Retry(ctx, l.cfg, func(ctx context.Context) (bool, error) {
 		got, err := reacquire.Run(ctx, l.cfg.Nodes[0], []string{key}, l.value, l.cfg.TTL.Milliseconds()).Int()
 		return got == 1, err
 	})
@@ -64,7 +61,7 @@ func (l *instanceLock) Acquire(ctx context.Context, key string) (*locks.Lease, e
 // Release implements locks.Lock: it deletes the key if it holds the
 // object's value, whichever goroutine's acquire wrote it.
 func (l *instanceLock) Release(ctx context.Context, lease *locks.Lease) (bool, error) {
-	if err := step(ctx, l.cfg, "release"); err != nil {
+	if err := l.cfg.Hooks.Reach(ctx, "release"); err != nil {
 		return false, err
 	}
 	n, err := release.Run(ctx, l.cfg.Nodes[0], []string{lease.Key}, l.value).Int()
