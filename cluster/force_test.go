@@ -1,4 +1,5 @@
-// A test of CLUSTER FAILOVER FORCE as the cluster faults send it.
+// A test of the forced failover (CLUSTER FAILOVER TAKEOVER) as the cluster
+// faults send it.
 
 package cluster_test
 
@@ -8,12 +9,13 @@ import (
 	"time"
 )
 
-// TestForceFailoverAsksAgain: a Redis Cluster master votes for a replica
-// of a given master at most once in twice the node timeout, so a forced
-// failover soon after another on the same shard goes unanswered at first.
-// ForceFailover asks again once that election has ended and the replica
-// is promoted all the same, within its timeout.
-func TestForceFailoverAsksAgain(t *testing.T) {
+// TestForceFailoverInARow: three forced failovers of one shard in a row,
+// back and forth, each promotion holding. A Redis Cluster master votes for
+// a replica of a given master at most once in twice the node timeout, so
+// with CLUSTER FAILOVER FORCE the third went unanswered: its replica said
+// role:master for a moment, then followed the old master again. A takeover
+// asks for no votes.
+func TestForceFailoverInARow(t *testing.T) {
 	ctx := context.Background()
 	c, _ := startRedisCluster(t)
 	sh := checkShards(t, c)[0]

@@ -44,9 +44,12 @@ type ShardedTopology interface {
 	Control(n *Node) *redis.Client
 	// NodeID is n's cluster node id.
 	NodeID(n *Node) string
-	// ForceFailover sends CLUSTER FAILOVER FORCE to replica and waits until
-	// every node sees it as a master: promotion without the old master's
-	// say, so whatever did not reach the replica is lost.
+	// ForceFailover sends CLUSTER FAILOVER TAKEOVER to replica and waits
+	// until every node sees it as a master: promotion without the old
+	// master's say or the other masters' votes, so whatever did not reach
+	// the replica is lost, and a second one need not wait out the masters'
+	// vote gap (they vote for a replica of one master at most once in twice
+	// the node timeout, so FORCE soon after a failover goes unanswered).
 	ForceFailover(ctx context.Context, replica *Node, timeout time.Duration) error
 	// Settle waits until every node reports cluster_state:ok, all agree
 	// on who replicates whom with no slot half migrated, and every
@@ -322,17 +325,17 @@ func (c *RedisCluster) ReplicationPaths(node *Node) []*Path {
 }
 
 // ForceFailover implements ShardedTopology. It returns once every node
-// sees the replica as a master, asking again when an election goes
-// unanswered. A promotion is recorded as a master switch
-// (history.MasterSwitch), so anomalies after it are marked.
+// sees the replica as a master, asking again when a takeover has not
+// spread within twice the node timeout. A promotion is recorded as a
+// master switch (history.MasterSwitch), so anomalies after it are marked.
 func (c *RedisCluster) ForceFailover(ctx context.Context, replica *Node, timeout time.Duration) error {
 	cl := c.Control(replica)
 	if cl == nil {
 		return fmt.Errorf("%s is no node of this cluster", replica.Name)
 	}
 	force := func() error {
-		if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
-			return fmt.Errorf("CLUSTER FAILOVER FORCE on %s: %w", replica.Name, err)
+		if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+			return fmt.Errorf("CLUSTER FAILOVER TAKEOVER on %s: %w", replica.Name, err)
 		}
 		return nil
 	}
@@ -341,10 +344,9 @@ func (c *RedisCluster) ForceFailover(ctx context.Context, replica *Node, timeout
 	}
 	sent := time.Now()
 	err := poll(ctx, timeout, replica.Name+" not promoted", func() error {
-		// A replica's election ends unanswered after twice the node
-		// timeout (the masters refuse a vote, say, for a replica of a
-		// master they voted on within that time), and the manual failover
-		// with it: ask again, as an operator would.
+		// A takeover that a newer epoch overruled, or whose message was
+		// lost, shows no promotion after twice the node timeout: ask
+		// again, as an operator would.
 		if time.Since(sent) > 2*ClusterNodeTimeout+time.Second {
 			if err := force(); err != nil {
 				return err

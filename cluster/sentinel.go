@@ -52,11 +52,16 @@ type FailoverTopology interface {
 	Topology
 	// Master is the node a majority of Sentinels name as master now.
 	Master(ctx context.Context) (*Node, error)
+	// NamedByAll is the node every Sentinel names as master now, failover
+	// or not: the master a client is sent to whichever Sentinel it asks
+	// (redis-py asks them in turn and follows the first that answers).
+	NamedByAll(ctx context.Context) (*Node, error)
 	// ReplicationPaths are the proxied links every other node uses to
 	// replicate from node: the links a fault delays or cuts.
 	ReplicationPaths(node *Node) []*Path
-	// ManualFailover asks Sentinel number i (mod their count) for SENTINEL
-	// FAILOVER: promotion without waiting for the master to fail.
+	// ManualFailover asks Sentinel number i (mod their count; -1 is the
+	// last) for SENTINEL FAILOVER: promotion without waiting for the master
+	// to fail.
 	ManualFailover(ctx context.Context, i int) error
 	// WaitSwitch waits until every Sentinel names a master other than old
 	// and that node says it is a master.
@@ -307,6 +312,25 @@ func (s *SentinelTopology) Master(ctx context.Context) (*Node, error) {
 	return nil, fmt.Errorf("no majority of Sentinels names a master (%v): %w", votes, errors.Join(errs...))
 }
 
+// NamedByAll implements FailoverTopology.
+func (s *SentinelTopology) NamedByAll(ctx context.Context) (*Node, error) {
+	var m *Node
+	for i := range s.sentinelCtl {
+		n, err := s.askMaster(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil && n != m {
+			return nil, fmt.Errorf("sentinels disagree: %s and %s", m.Name, n.Name)
+		}
+		m = n
+	}
+	if m == nil {
+		return nil, errors.New("no sentinel")
+	}
+	return m, nil
+}
+
 func (s *SentinelTopology) askMaster(ctx context.Context, i int) (*Node, error) {
 	addr, err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster).StringSlice()
 	if err != nil {
@@ -329,16 +353,11 @@ func (s *SentinelTopology) askMaster(ctx context.Context, i int) (*Node, error) 
 // with a stale view, so a failover counts as done only once every Sentinel
 // is out of it.
 func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
-	var m *Node
+	m, err := s.NamedByAll(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range s.sentinelCtl {
-		n, err := s.askMaster(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		if m != nil && n != m {
-			return nil, fmt.Errorf("sentinels disagree: %s and %s", m.Name, n.Name)
-		}
-		m = n
 		st, err := c.Do(ctx, "SENTINEL", "MASTER", SentinelMaster).Slice()
 		if err != nil {
 			return nil, fmt.Errorf("ask sentinel %d about the master: %w", i+1, err)
@@ -346,9 +365,6 @@ func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
 		if flags := pairs(st)["flags"]; flags != "master" {
 			return nil, fmt.Errorf("sentinel %d flags the master %s", i+1, flags)
 		}
-	}
-	if m == nil {
-		return nil, errors.New("no sentinel")
 	}
 	return m, nil
 }
@@ -363,7 +379,7 @@ func (s *SentinelTopology) ManualFailover(ctx context.Context, i int) error {
 	if len(s.sentinelCtl) == 0 {
 		return errors.New("no sentinel")
 	}
-	i %= len(s.sentinelCtl)
+	i = (i%len(s.sentinelCtl) + len(s.sentinelCtl)) % len(s.sentinelCtl)
 	if err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "FAILOVER", SentinelMaster).Err(); err != nil {
 		return fmt.Errorf("SENTINEL FAILOVER on sentinel %d: %w", i+1, err)
 	}

@@ -23,7 +23,7 @@ import (
 // lacks it (blind, or for a lock without "attempt" points: from a master
 // holding a live lock), the fault waits until a lock is written on that
 // master only (present there, absent or different on its replica, with
-// more than half its lease to run), and then sends CLUSTER FAILOVER FORCE
+// more than half its lease to run), and then sends CLUSTER FAILOVER TAKEOVER
 // to the replica, which takes the master's slots without asking it, so
 // without that lock. A second client then takes the lock from the promoted
 // replica while the first holder's lease still runs: a double holder within
@@ -33,16 +33,7 @@ import (
 type clusterFailoverLossy struct {
 	cut           *toxicFault
 	old, promoted *cluster.Node
-	forced        time.Time // when this fault last promoted a replica
 }
-
-// voteGap is how long after a forced failover the next one waits. A Redis
-// Cluster master votes for a replica of a given master at most once in
-// twice the node timeout, so a second forced failover of the same shard
-// sooner than that gets no votes and does not happen; with a nemesis
-// interval of a second, the third fault of a run met that and its heal
-// waited in vain for the promotion it had reported.
-const voteGap = 2*cluster.ClusterNodeTimeout + 500*time.Millisecond
 
 // nameClusterFailoverLossy is the fault's one name: its entry's and its own.
 const nameClusterFailoverLossy = "cluster-failover-lossy"
@@ -50,7 +41,7 @@ const nameClusterFailoverLossy = "cluster-failover-lossy"
 // clusterFailoverLossyEntry is the registry entry of cluster-failover-lossy, which reads no settings of its own.
 func clusterFailoverLossyEntry() Entry {
 	return Entry{Name: nameClusterFailoverLossy,
-		Summary: "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER FORCE its replica",
+		Summary: "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER TAKEOVER its replica",
 		New:     newClusterFailoverLossy}
 }
 
@@ -76,9 +67,6 @@ func (f *clusterFailoverLossy) Start(ctx context.Context, t *Target, rng *rand.R
 	st, err := needCluster(t)
 	if err != nil {
 		return err
-	}
-	if !sleep.For(ctx, time.Until(f.forced.Add(voteGap))) {
-		return ctx.Err()
 	}
 	if t.aiming() {
 		m, r, key, err := f.cutAtAttempt(ctx, t, st, rng)
@@ -164,7 +152,7 @@ func shardOf(ctx context.Context, st cluster.ShardedTopology, shards []cluster.S
 
 // promote waits, with replication from m cut, for a lock written on m
 // only (on key, or any key when it is ""), then promotes r over m with
-// CLUSTER FAILOVER FORCE.
+// CLUSTER FAILOVER TAKEOVER.
 func (f *clusterFailoverLossy) promote(ctx context.Context, t *Target, st cluster.ShardedTopology, mark Marker, m, r *cluster.Node, key string) error {
 	key, err := writtenOnMasterOnly(ctx, st, m, r, key, t.TTL/2, aimWait(t.TTL))
 	if ctx.Err() != nil {
@@ -183,8 +171,8 @@ func (f *clusterFailoverLossy) promote(ctx context.Context, t *Target, st cluste
 		}
 		return err
 	}
-	f.old, f.promoted, f.forced = m, r, time.Now()
-	mark.Step(fmt.Sprintf("CLUSTER FAILOVER FORCE: %s promoted over %s (%s)", r.Name, m.Name, what))
+	f.old, f.promoted = m, r
+	mark.Step(fmt.Sprintf("CLUSTER FAILOVER TAKEOVER: %s promoted over %s (%s)", r.Name, m.Name, what))
 	return nil
 }
 

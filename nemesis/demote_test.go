@@ -19,12 +19,14 @@ import (
 	"github.com/locktorture/locktorture/nemesis"
 )
 
-// TestFailoverLossyDemotesAtGrant: once the Sentinels name the new master,
-// the aimed lossy failover makes the old master a replica right after the
-// old master grants a lock that the new master lacks: the moment a client
-// that learns of a switch only from a refused write finds the key free on
-// the new master while that lock's holder still holds. The Sentinels are
-// paused meanwhile, so only the fault can have made it a replica.
+// TestFailoverLossyDemotesAtGrant: once every Sentinel names the new
+// master, the aimed lossy failover makes the old master a replica right
+// after the old master grants a lock that the new master lacks to a holder
+// that means to hold it a while: the moment a client that learns of a
+// switch only from a refused write finds the key free on the new master
+// while that lock's holder still holds. A grant whose holder lets go at
+// once is passed over. The Sentinels are paused meanwhile, so only the
+// fault can have made it a replica.
 func TestFailoverLossyDemotesAtGrant(t *testing.T) {
 	topo, netw := testredis.Topology(t, "sentinel", cluster.TopologyOptions{})
 	s := topo.(*cluster.SentinelTopology)
@@ -43,16 +45,22 @@ func TestFailoverLossyDemotesAtGrant(t *testing.T) {
 	p.await(t, nemesis.Point)
 	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: "lock:b"})
 	p.await(t, nemesis.Acquired)
-	grant(t, p, c, "lock:b", "L1")
+	grant(t, p, c, "lock:b", "L1", 0)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 
 	// The fault waits for a grant on the old master once the Sentinels
-	// name another; the old master still acts as one.
+	// name another; the old master still acts as one. A holder that
+	// releases within a few milliseconds is gone before a waiter moves.
 	p.await(t, nemesis.Acquired)
 	resume := pauseSentinels(t, s)
-	grant(t, p, c, "lock:c", "L2")
+	grant(t, p, c, "lock:c", "L2", time.Millisecond)
+	p.await(t, nemesis.Acquired)
+	if r := role(t, old); r != "master" {
+		t.Fatalf("%s is a %s after a grant to a holder that lets go at once", old.Name, r)
+	}
+	grant(t, p, c, "lock:d", "L3", time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for role(t, old) != "slave" {
 		if time.Now().After(deadline) {
@@ -71,13 +79,14 @@ func TestFailoverLossyDemotesAtGrant(t *testing.T) {
 }
 
 // grant writes key=lease on the master through c and reports it granted
-// through p, whose fault waits for a grant.
-func grant(t *testing.T, p *waits, c *redis.Client, key, lease string) {
+// through p, whose fault waits for a grant, to a holder that means to hold
+// it for hold (0: unsaid).
+func grant(t *testing.T, p *waits, c *redis.Client, key, lease string, hold time.Duration) {
 	t.Helper()
 	if err := c.Set(context.Background(), key, lease, 4*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease, Expires: time.Now().Add(4 * time.Second)})
+	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease, Hold: hold, Expires: time.Now().Add(4 * time.Second)})
 }
 
 // pauseSentinels stops every Sentinel process of s (SIGSTOP) and returns

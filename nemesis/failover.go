@@ -153,6 +153,9 @@ func lead(ttl time.Duration) time.Duration {
 // errRunEnded: the run ended before the master was due to fail.
 var errRunEnded = errors.New("the run ended first")
 
+// lastSentinel is ManualFailover's number for the last Sentinel.
+const lastSentinel = -1
+
 // how a master fails
 const (
 	failManual = "SENTINEL FAILOVER away from"
@@ -186,8 +189,14 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		// SENTINEL FAILOVER: no down-after wait, so the replica lacking
 		// the lock takes over while its lease (and often its hold) runs,
 		// and the old master serves the clients that have not heard of
-		// the switch meanwhile.
-		return f.failMasterOnly(ctx, t, ft, mark, old, failManual, sentinel)
+		// the switch meanwhile. It goes to the last Sentinel, the one
+		// clients ask last: the Sentinel that leads a failover goes on
+		// naming the old master in SENTINEL MASTERS (which redis-py reads)
+		// and announces +switch-master (which go-redis follows) only at
+		// the failover's end, about a second after the others have
+		// switched, and clients that ask it first would keep going back to
+		// the old master until then.
+		return f.failMasterOnly(ctx, t, ft, mark, old, failManual, lastSentinel)
 	}
 	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
 		f.toxics, f.old = nil, nil
@@ -275,9 +284,11 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 // granted locks there until then; turned away at its next try, it finds
 // the key free on the new master while the old master's last holder still
 // holds. Left to Sentinel, the demotion comes at a moment of its own, most
-// often after that holder has released. Clients that heard of the switch
-// have moved already: when the old master grants nothing within a lead,
-// the demotion is left to Sentinel.
+// often after that holder has released. The grant aimed at is one whose
+// holder means to work for at least reach(TTL), long enough for a waiter
+// to move; after half the wait, any. Clients that heard of the switch have
+// moved already: when the old master grants nothing within a lead, the
+// demotion is left to Sentinel.
 func demoteAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, old *cluster.Node, mark Marker) error {
 	m, err := namedMaster(ctx, ft, old)
 	if err != nil {
@@ -285,7 +296,11 @@ func demoteAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, 
 	}
 	p := *t
 	p.Patience = lead(t.TTL)
+	picky := time.Now().Add(p.Patience / 2)
 	e, found, err := nextLeaseWhere(ctx, &p, "", func(e ProtocolEvent) bool {
+		if e.Hold > 0 && e.Hold < reach(t.TTL) && time.Now().Before(picky) {
+			return false // released before a waiter could move
+		}
 		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
 			len(leaseHolders(ctx, []*cluster.Node{m}, e.Key, "")) == 0
 	})
@@ -299,18 +314,31 @@ func demoteAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, 
 	return nil
 }
 
-// namedMaster waits until a majority of Sentinels name a master other
-// than old, the moment a client that asks them is sent to it. WaitSwitch
-// waits longer, for the failover to end, which comes only once Sentinel
-// has made old a replica itself.
+// reach is how long a client turned away by a demoted master takes to
+// find the new one and try the key there: its next attempt comes after the
+// lock's pause (by default up to a twentieth of the TTL), then a
+// reconnection and the try itself.
+func reach(ttl time.Duration) time.Duration {
+	return max(ttl/10, 100*time.Millisecond)
+}
+
+// namedMaster waits until every Sentinel names a master other than old,
+// the moment a client turned away by old is sent to the new master
+// whichever Sentinel it asks. A majority is not enough: redis-py asks the
+// Sentinels in turn and follows the first that names a master, so while
+// one of them still names old, its clients bounce off the demoted old
+// master, every try an error, until that Sentinel hears of the switch
+// (about a second after the majority), and the lost lock's holder has
+// released by then. WaitSwitch waits longer, for the failover to end,
+// which comes only once Sentinel has made old a replica itself.
 func namedMaster(ctx context.Context, ft cluster.FailoverTopology, old *cluster.Node) (*cluster.Node, error) {
 	deadline := time.Now().Add(switchTimeout)
 	for {
-		if m, err := ft.Master(ctx); err == nil && m != old {
+		if m, err := ft.NamedByAll(ctx); err == nil && m != old {
 			return m, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no Sentinel majority names a master other than %s within %v", old.Name, switchTimeout)
+			return nil, fmt.Errorf("not every Sentinel names a master other than %s within %v", old.Name, switchTimeout)
 		}
 		if !sleep.For(ctx, 20*time.Millisecond) {
 			return nil, ctx.Err()

@@ -49,7 +49,11 @@ type ProtocolEvent struct {
 	// can still live in Redis (zero: no expiry).
 	TTL     time.Duration
 	Expires time.Time
-	At      time.Time
+	// Hold, on Acquired, is how long the holder means to work before it
+	// releases (the workload's draw; 0 when its workload does not say): a
+	// fault that needs the lease held a while can pick a long hold.
+	Hold time.Duration
+	At   time.Time
 	// Gate is the client process at this step.
 	Gate Gate
 	// Planned is the N the fault aimed at; N > Planned when that step had

@@ -39,7 +39,7 @@ type held struct {
 func take(ctx context.Context, p *Process, o MutexOptions, key string) (*held, error) {
 	hold, overrun := drawHold(o, p)
 	abandon := o.Abandon > 0 && p.Rand.Float64() < o.Abandon
-	lease, err := Acquire(ctx, p, key)
+	lease, err := acquire(ctx, p, key, history.Acquire, hold)
 	if err != nil || lease == nil {
 		return nil, err
 	}

@@ -152,13 +152,15 @@ func (m *Mutex) work(ctx context.Context, p *Process, key string, hold time.Dura
 // error) when the lock was not acquired or the outcome is unknown, and an
 // error only when the process died.
 func Acquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) {
-	return acquire(ctx, p, key, history.Acquire)
+	return acquire(ctx, p, key, history.Acquire, 0)
 }
 
 // acquire records an acquire, or a nested-acquire by a process that already
 // holds key (whose invocation names the owner the lock last asked a token
-// for). A reentrant lease's depth goes into the completion's Value.
-func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks.Lease, error) {
+// for). A reentrant lease's depth goes into the completion's Value. hold is
+// the work the caller means to do once it holds key (0: unsaid), which the
+// faults read from the Acquired event.
+func acquire(ctx context.Context, p *Process, key string, op history.Op, hold time.Duration) (*locks.Lease, error) {
 	r := p.r
 	ttl := r.cfg.TTL.Milliseconds()
 	in := history.Event{Op: op, Key: key, TTLMillis: ttl}
@@ -202,7 +204,7 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op) (*locks
 		return nil, nil
 	}
 	if op == history.Acquire {
-		p.observeAcquired(key, lease)
+		p.observeAcquired(key, lease, hold)
 	}
 	return lease, nil
 }

@@ -24,9 +24,10 @@ func (p *Process) observe(e nemesis.ProtocolEvent) {
 	fn(e)
 }
 
-// observeAcquired reports an ok acquire of lease.
-func (p *Process) observeAcquired(key string, lease *locks.Lease) {
-	e := nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease.Token, TTL: lease.TTL}
+// observeAcquired reports an ok acquire of lease, whose holder means to
+// work for hold before it releases (0: unsaid).
+func (p *Process) observeAcquired(key string, lease *locks.Lease, hold time.Duration) {
+	e := nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease.Token, TTL: lease.TTL, Hold: hold}
 	if lease.TTL > 0 { // 0: a key that never expires
 		e.Expires = time.Now().Add(lease.TTL)
 	}

@@ -116,7 +116,7 @@ func (w *Reentrant) Step(ctx context.Context, p *Process) error {
 // as nested-acquire. Like Acquire it returns a nil lease when not acquired
 // or unknown, and an error only when the process died.
 func nestedAcquire(ctx context.Context, p *Process, key string) (*locks.Lease, error) {
-	return acquire(ctx, p, key, history.NestedAcquire)
+	return acquire(ctx, p, key, history.NestedAcquire, 0)
 }
 
 // countedRelease releases lease and records op (release or nested-release)

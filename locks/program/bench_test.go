@@ -1,9 +1,11 @@
 package program_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -117,4 +119,102 @@ func rawLoop(b *testing.B, py string, n, keys, secs int, ttl, wait, pause time.D
 		ops += r.Ops
 	}
 	return ops / float64(secs)
+}
+
+// BenchmarkRedisPyCeiling measures what the program path costs a redis-py
+// lock on the program's own side, with no harness at all: one process of
+// the redis-py program driven over its pipes by a bare loop in this
+// benchmark (hello, then acquire and release of one key, one after the
+// other, in a run without faults, so no go lines), against one process of
+// python/raw_loop.py making the same calls without the protocol (one
+// attempt an acquire, never contended). "program-cpu-us/op" and
+// "raw-cpu-us/op" are each Python process's CPU time (its rusage, start-up
+// included in both) per lock operation; "%ceiling" is raw's over the
+// program's: the share of its own language's speed a lock program could
+// keep where its clients keep the machine's cores busy, even if the
+// harness's side of each pipe cost nothing. Run with -benchtime 1x.
+func BenchmarkRedisPyCeiling(b *testing.B) {
+	needPython(b)
+	py, err := program.FindPython()
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := ""
+	for _, f := range []string{"python/lockproto.py", "python/redis_py.py"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src += string(data) + "\n"
+	}
+	const secs = 3
+	var progCPU, rawCPU time.Duration
+	var progOps, rawOps float64
+	for i := 0; i < b.N; i++ {
+		topo, _ := testredis.Topology(b, "single", cluster.TopologyOptions{})
+		addr := topo.Nodes()[0].Addr()
+		ops, cpu := driveBare(b, exec.Command(py, "-c", src), addr, secs*time.Second)
+		progOps, progCPU = progOps+ops, progCPU+cpu
+		raw := exec.Command(py, "python/raw_loop.py", addr, strconv.Itoa(secs), "1", "1000", "1")
+		var out bytes.Buffer
+		raw.Stdout, raw.Stderr = &out, os.Stderr
+		if err := raw.Run(); err != nil {
+			b.Fatalf("raw loop: %v", err)
+		}
+		var r struct{ Ops float64 }
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			b.Fatalf("raw loop printed %q: %v", out.String(), err)
+		}
+		rawOps, rawCPU = rawOps+r.Ops, rawCPU+raw.ProcessState.UserTime()+raw.ProcessState.SystemTime()
+	}
+	perOp := func(cpu time.Duration, ops float64) float64 { return float64(cpu.Microseconds()) / ops }
+	b.ReportMetric(perOp(progCPU, progOps), "program-cpu-us/op")
+	b.ReportMetric(perOp(rawCPU, rawOps), "raw-cpu-us/op")
+	b.ReportMetric(100*perOp(rawCPU, rawOps)/perOp(progCPU, progOps), "%ceiling")
+}
+
+// driveBare plays the harness's side of the protocol as plainly as it can
+// be played, for d: one key, acquire then release, nothing recorded. It
+// returns the lock operations made and the program's CPU time.
+func driveBare(b *testing.B, cmd *exec.Cmd, addr string, d time.Duration) (float64, time.Duration) {
+	b.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	next := func(want string) {
+		for lines.Scan() {
+			var m struct{ Type string }
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m.Type == want {
+				return
+			}
+		}
+		b.Fatalf("the program ended before its %s: %v", want, lines.Err())
+	}
+	hello, _ := json.Marshal(program.Hello{Type: "hello", Protocol: program.Version, Topology: "single",
+		Addrs: []string{addr}, TTLMs: 1000, Retry: program.Retry{FirstMs: 1, MaxMs: 50, Jitter: 0.5}, Seed: 1})
+	fmt.Fprintf(stdin, "%s\n", hello)
+	next("hello")
+	var ops float64
+	for id, end := 1, time.Now().Add(d); time.Now().Before(end); id += 2 {
+		fmt.Fprintf(stdin, `{"type":"acquire","id":%d,"key":"lock:0","token":"t%d"}`+"\n", id, id)
+		next("reply")
+		fmt.Fprintf(stdin, `{"type":"release","id":%d,"key":"lock:0","token":"t%d"}`+"\n", id+1, id)
+		next("reply")
+		ops += 2
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("redis-py program: %v", err)
+	}
+	return ops, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
