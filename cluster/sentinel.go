@@ -52,9 +52,11 @@ type FailoverTopology interface {
 	Topology
 	// Master is the node a majority of Sentinels name as master now.
 	Master(ctx context.Context) (*Node, error)
-	// NamedByAll is the node every Sentinel names as master now, failover
-	// or not: the master a client is sent to whichever Sentinel it asks
-	// (redis-py asks them in turn and follows the first that answers).
+	// NamedByAll is the node every Sentinel names as master now
+	// (GET-MASTER-ADDR-BY-NAME), failover or not: the master a client that
+	// asks so is sent to whichever Sentinel it asks. A Sentinel leading a
+	// failover answers with the promoted replica at once, while its
+	// SENTINEL MASTERS entry keeps the old master until the failover ends.
 	NamedByAll(ctx context.Context) (*Node, error)
 	// ReplicationPaths are the proxied links every other node uses to
 	// replicate from node: the links a fault delays or cuts.

@@ -5,6 +5,7 @@ package nemesis_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
@@ -49,6 +50,11 @@ func TestFailoverLossyDemotesAtGrant(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The failover was asked of the Sentinel that clients ask last: its
+	// SENTINEL MASTERS entry names the old master until the failover ends.
+	if got, want := leading(t, s), len(s.SentinelAddrs())-1; got != want {
+		t.Errorf("sentinel %d leads the failover, want %d (the last)", got, want)
+	}
 
 	// The fault waits for a grant on the old master once the Sentinels
 	// name another; the old master still acts as one. A holder that
@@ -87,6 +93,27 @@ func grant(t *testing.T, p *waits, c *redis.Client, key, lease string, hold time
 		t.Fatal(err)
 	}
 	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease, Hold: hold, Expires: time.Now().Add(4 * time.Second)})
+}
+
+// leading returns the number of the Sentinel whose master is flagged
+// failover_in_progress: the one asked to fail over, for about a second
+// after it was asked; -1 when none is.
+func leading(t *testing.T, s *cluster.SentinelTopology) int {
+	t.Helper()
+	for i, addr := range s.SentinelAddrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+		m, err := c.Do(context.Background(), "SENTINEL", "MASTER", cluster.SentinelMaster).Slice()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j+1 < len(m); j += 2 {
+			if m[j] == "flags" && strings.Contains(fmt.Sprint(m[j+1]), "failover_in_progress") {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // pauseSentinels stops every Sentinel process of s (SIGSTOP) and returns

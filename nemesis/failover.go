@@ -191,11 +191,10 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		// and the old master serves the clients that have not heard of
 		// the switch meanwhile. It goes to the last Sentinel, the one
 		// clients ask last: the Sentinel that leads a failover goes on
-		// naming the old master in SENTINEL MASTERS (which redis-py reads)
-		// and announces +switch-master (which go-redis follows) only at
-		// the failover's end, about a second after the others have
-		// switched, and clients that ask it first would keep going back to
-		// the old master until then.
+		// naming the old master in SENTINEL MASTERS until the failover's
+		// end, about a second after the others have switched, and redis-py,
+		// which reads that entry from the first Sentinel, would keep going
+		// back to the old master until then.
 		return f.failMasterOnly(ctx, t, ft, mark, old, failManual, lastSentinel)
 	}
 	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
@@ -322,15 +321,13 @@ func reach(ttl time.Duration) time.Duration {
 	return max(ttl/10, 100*time.Millisecond)
 }
 
-// namedMaster waits until every Sentinel names a master other than old,
-// the moment a client turned away by old is sent to the new master
-// whichever Sentinel it asks. A majority is not enough: redis-py asks the
-// Sentinels in turn and follows the first that names a master, so while
-// one of them still names old, its clients bounce off the demoted old
-// master, every try an error, until that Sentinel hears of the switch
-// (about a second after the majority), and the lost lock's holder has
-// released by then. WaitSwitch waits longer, for the failover to end,
-// which comes only once Sentinel has made old a replica itself.
+// namedMaster waits until every Sentinel names a master other than old
+// (GET-MASTER-ADDR-BY-NAME), so that a client turned away by old is sent
+// to the new master whichever Sentinel it asks. The leader's SENTINEL
+// MASTERS entry still names old for a second longer; the failover goes to
+// the Sentinel clients ask last for that reason (see Start). WaitSwitch
+// waits longer, for the failover to end, which comes only once Sentinel
+// has made old a replica itself.
 func namedMaster(ctx context.Context, ft cluster.FailoverTopology, old *cluster.Node) (*cluster.Node, error) {
 	deadline := time.Now().Add(switchTimeout)
 	for {
