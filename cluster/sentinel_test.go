@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -146,6 +147,7 @@ func TestSentinelTopology(t *testing.T) {
 	c := clients[0]
 	t.Cleanup(func() { c.Close() })
 
+	checkInfoPeriod(t, s)
 	checkReplicationCut(t, s, c, old, replicas)
 	nm := checkFailover(t, s, c, old, &switches)
 	for _, a := range dialer.addrs() {
@@ -154,6 +156,30 @@ func TestSentinelTopology(t *testing.T) {
 		}
 	}
 	checkRejoin(t, s, c, old, nm)
+}
+
+// checkInfoPeriod checks that every Sentinel reads its nodes' INFO every
+// 100 ms: at Sentinel's own ten seconds (one, before) a fault that changes a
+// replica's priority or role waits that long for the Sentinels to see it.
+func checkInfoPeriod(t *testing.T, s *cluster.SentinelTopology) {
+	t.Helper()
+	for _, addr := range s.SentinelAddrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+		v, err := c.Do(context.Background(), "SENTINEL", "DEBUG").Slice()
+		c.Close()
+		if err != nil {
+			t.Fatalf("SENTINEL DEBUG on %s: %v", addr, err)
+		}
+		got := ""
+		for i := 0; i+1 < len(v); i += 2 {
+			if v[i] == "INFO-PERIOD" || v[i] == "info-period" {
+				got = fmt.Sprint(v[i+1])
+			}
+		}
+		if got != "100" {
+			t.Errorf("Sentinel %s reads INFO every %q ms, want 100", addr, got)
+		}
+	}
 }
 
 // eventLog keeps the events a topology reports, from its own goroutines.
