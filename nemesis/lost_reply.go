@@ -88,7 +88,9 @@ func (f *lostReply) Start(ctx context.Context, t *Target, rng *rand.Rand, mark M
 				fl := inFlight(brng, -1)
 				if fl.Kind == Acquiring {
 					// The attempt that wins: its SET runs, its ok is
-					// lost, and a replayed SET NX finds its own key.
+					// lost, and a replayed SET NX finds its own key (a
+					// reentrant lock's replayed acquire, nested or not,
+					// counts the hold twice).
 					fl = Filter{Kind: Point, Points: []string{"attempt"}, Client: -1, Free: true}
 				}
 				fl.Skip = 0

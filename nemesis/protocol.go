@@ -86,8 +86,9 @@ type Filter struct {
 	Skip int
 	// Next: the client's next such step, whatever its number.
 	Next bool
-	// Free: only a step taken while no client holds the event's key, by
-	// their own account (an attempt that will win the lock).
+	// Free: only a step taken while no other client holds the event's
+	// key, by their own account: an attempt that will win the lock, a
+	// reentrant lock's nested acquire included.
 	Free bool
 	// Act, when set, runs in the client's own goroutine at the step,
 	// before the client goes on: a fault that must land exactly there (a
@@ -197,7 +198,7 @@ func (w *Watch) Emit(e ProtocolEvent) {
 	}
 	var hit *waiter
 	for i, wt := range w.waiters {
-		if !wt.f.matches(&e) || wt.f.Free && w.heldLocked(e.Key) {
+		if !wt.f.matches(&e) || wt.f.Free && w.heldByOtherLocked(e.Key, e.Client) {
 			continue
 		}
 		if wt.target > 0 {
@@ -274,10 +275,11 @@ func (w *Watch) Points() []string {
 	return slices.Sorted(maps.Keys(w.points))
 }
 
-// heldLocked reports whether a client holds key; w.mu is held.
-func (w *Watch) heldLocked(key string) bool {
-	for _, e := range w.lease {
-		if e.Kind == Acquired && e.Key == key {
+// heldByOtherLocked reports whether a client other than client holds key;
+// w.mu is held.
+func (w *Watch) heldByOtherLocked(key string, client int) bool {
+	for c, e := range w.lease {
+		if c != client && e.Kind == Acquired && e.Key == key {
 			return true
 		}
 	}

@@ -142,3 +142,50 @@ func TestWatchWaiting(t *testing.T) {
 		t.Error("still waiting after the wait took its step")
 	}
 }
+
+// TestWatchFreeAttempt says which attempts a fault that waits for a winning
+// one (Filter.Free) takes: one on a key no other client holds, a reentrant
+// holder's nested attempt included, never one on a key another client
+// holds.
+func TestWatchFreeAttempt(t *testing.T) {
+	cases := []struct {
+		name   string
+		before []ProtocolEvent
+		client int
+		want   bool
+	}{
+		{"a key nobody holds", nil, 1, true},
+		{"a key another client holds", []ProtocolEvent{{Kind: Acquired, Client: 0, Key: "k", Lease: "a"}}, 1, false},
+		{"the holder's nested attempt", []ProtocolEvent{{Kind: Acquired, Client: 0, Key: "k", Lease: "a"}}, 0, true},
+		{"a key its holder is releasing", []ProtocolEvent{{Kind: Acquired, Client: 0, Key: "k", Lease: "a"},
+			{Kind: Releasing, Client: 0, Key: "k", Lease: "a"}}, 1, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWatch(0)
+			for _, e := range tc.before {
+				w.Emit(e)
+			}
+			if tc.client != 0 || len(tc.before) == 0 {
+				w.Emit(ProtocolEvent{Kind: Acquiring, Client: tc.client, Key: "k"})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			got := make(chan error, 1)
+			go func() {
+				_, err := w.Next(ctx, Filter{Kind: Point, Points: []string{"attempt"}, Client: -1, Free: true})
+				got <- err
+			}()
+			for !w.Waiting() {
+				runtime.Gosched()
+			}
+			w.Emit(ProtocolEvent{Kind: Point, Client: tc.client, Point: "attempt"})
+			// Emit has returned: a wait the attempt matched is gone.
+			if taken := !w.Waiting(); taken != tc.want {
+				t.Fatalf("attempt taken %v, want %v", taken, tc.want)
+			}
+			cancel()
+			<-got
+		})
+	}
+}

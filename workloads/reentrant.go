@@ -6,6 +6,7 @@ import (
 
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
+	"github.com/locktorture/locktorture/nemesis"
 )
 
 // ReentrantOptions shape the reentrant workload.
@@ -127,6 +128,9 @@ func countedRelease(ctx context.Context, p *Process, lease *locks.Lease, op hist
 	r := p.r
 	inv := p.Invoke(history.Event{Op: op, Key: lease.Key, Lease: lease.Token})
 	if op == history.Release {
+		// Only the outermost release lets the key go: the step the faults
+		// that aim at releases wait for.
+		p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
 		r.unhold(lease.Key, lease.Token)
 	}
 	var deleted bool
