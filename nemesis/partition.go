@@ -15,10 +15,11 @@ import (
 // connection stays open, as in a real partition, so the client waits for its
 // timeout). A watchdog cut off this way cannot renew while its work goes on.
 //
-// Aimed (the default), the client is cut right after one of its acquires
-// (the step chosen from the seed), before its work begins: the holder is the
-// one cut off, not a client that happened to be waiting. The node is seeded
-// as when blind.
+// Aimed (the default), a client is cut right after an acquire, before its
+// work begins: the holder is the one cut off, not a client that happened to
+// be waiting. It is the next acquire of any client: waiting for a seeded
+// client's own, with holds of a second or two and few clients, the fault
+// came a hold or two later. The node is seeded as when blind.
 type partition struct{ *toxicFault }
 
 // namePartition is the fault's one name: its entry's, its toxics', its own.
@@ -46,7 +47,7 @@ func (f partition) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		return f.toxicFault.Start(ctx, t, rng, mark)
 	}
 	to := nodes[rng.Intn(len(nodes))]
-	fl := Filter{Kind: Acquired, Client: rng.Intn(t.Clients.Count()), Skip: aimSkip(rng)}
+	fl := Filter{Kind: Acquired, Client: -1}
 	return f.aimToxic(ctx, t, fl, mark, func(e ProtocolEvent) ([]*cluster.Path, string) {
 		c := ClientName(e.Client)
 		return t.Network.Paths(c, to), c + " <-> " + nodeName(t, to)
