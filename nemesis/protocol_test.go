@@ -154,20 +154,17 @@ func TestWatchFreeAttempt(t *testing.T) {
 		client int
 		want   bool
 	}{
-		{"a key nobody holds", nil, 1, true},
-		{"a key another client holds", []ProtocolEvent{{Kind: Acquired, Client: 0, Key: "k", Lease: "a"}}, 1, false},
-		{"the holder's nested attempt", []ProtocolEvent{{Kind: Acquired, Client: 0, Key: "k", Lease: "a"}}, 0, true},
-		{"a key its holder is releasing", []ProtocolEvent{{Kind: Acquired, Client: 0, Key: "k", Lease: "a"},
-			{Kind: Releasing, Client: 0, Key: "k", Lease: "a"}}, 1, true},
+		{"a key nobody holds", []ProtocolEvent{acquiring(1)}, 1, true},
+		{"a key another client holds", []ProtocolEvent{held(0), acquiring(1)}, 1, false},
+		{"the holder's nested attempt", []ProtocolEvent{held(0)}, 0, true},
+		{"a key its holder is releasing", []ProtocolEvent{held(0),
+			{Kind: Releasing, Client: 0, Key: "k", Lease: "a"}, acquiring(1)}, 1, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := NewWatch(0)
 			for _, e := range tc.before {
 				w.Emit(e)
-			}
-			if tc.client != 0 || len(tc.before) == 0 {
-				w.Emit(ProtocolEvent{Kind: Acquiring, Client: tc.client, Key: "k"})
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -189,3 +186,8 @@ func TestWatchFreeAttempt(t *testing.T) {
 		})
 	}
 }
+
+// held is client c's ok acquire of key k; acquiring, c's acquire of k
+// under way (a nested acquire reports none).
+func held(c int) ProtocolEvent      { return ProtocolEvent{Kind: Acquired, Client: c, Key: "k", Lease: "a"} }
+func acquiring(c int) ProtocolEvent { return ProtocolEvent{Kind: Acquiring, Client: c, Key: "k"} }
