@@ -32,6 +32,14 @@ const (
 	sentinelReplicas        = 2
 )
 
+// sentinelsReadyTimeout bounds how long a start waits for its Sentinels to
+// know each other and both replicas: about a second (one hello) as a rule.
+const sentinelsReadyTimeout = 10 * time.Second
+
+// errSentinelsNotReady marks a start whose Sentinels did not find each
+// other in time; StartSentinel starts again once on it.
+var errSentinelsNotReady = errors.New("sentinels not ready")
+
 // sentinelDebug shortens Sentinel's internal periods (SENTINEL DEBUG, Redis
 // 7.0): INFO from every node each 100 ms instead of every ten seconds, hello
 // messages each second instead of two. With the default ten seconds a
@@ -148,6 +156,20 @@ func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) 
 	if e, ok := opts.Local.Backend.(*External); ok {
 		return startExternalSentinel(ctx, e)
 	}
+	s, err := startSentinelOnce(ctx, opts)
+	if errors.Is(err, errSentinelsNotReady) && ctx.Err() == nil {
+		// Once, on fresh processes, ports and fronts: a start whose
+		// Sentinels never found each other has never been seen twice.
+		s2, err2 := startSentinelOnce(ctx, opts)
+		if err2 != nil {
+			return nil, fmt.Errorf("%w; started again: %w", err, err2)
+		}
+		return s2, nil
+	}
+	return s, err
+}
+
+func startSentinelOnce(ctx context.Context, opts TopologyOptions) (*SentinelTopology, error) {
 	l, err := NewLocal(opts.Local)
 	if err != nil {
 		return nil, err
@@ -202,7 +224,7 @@ func (s *SentinelTopology) start(ctx, wctx context.Context) error {
 			return fmt.Errorf("set sentinel %d timers: %w", i+1, err)
 		}
 	}
-	if err := s.waitSentinels(ctx, 20*time.Second); err != nil {
+	if err := s.waitSentinels(ctx, sentinelsReadyTimeout); err != nil {
 		return fmt.Errorf("start sentinel topology: %w", err)
 	}
 	if err := s.Settle(ctx, 20*time.Second); err != nil {

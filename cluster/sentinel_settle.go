@@ -122,27 +122,64 @@ func (s *SentinelTopology) replication(ctx context.Context, n *Node) (map[string
 }
 
 // waitSentinels waits until every Sentinel knows both replicas and the
-// other Sentinels, so that a failover can be authorised.
+// other Sentinels, so that a failover can be authorised. Its error says
+// what each Sentinel knows and the last line of the first lagging one's
+// log.
 func (s *SentinelTopology) waitSentinels(ctx context.Context, timeout time.Duration) error {
-	return poll(ctx, timeout, "sentinels not ready", func() error { return s.sentinelsReady(ctx) })
+	var last error
+	err := poll(ctx, timeout, "", func() error { last = s.sentinelsReady(ctx); return last })
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w after %v: %v (%s)", errSentinelsNotReady, timeout, last, s.sentinelViews(ctx))
+	}
+	return err
 }
 
 func (s *SentinelTopology) sentinelsReady(ctx context.Context) error {
-	for i, c := range s.sentinelCtl {
-		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
-		if err != nil {
-			return fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
-		}
-		if len(reps) < sentinelReplicas {
-			return fmt.Errorf("sentinel %d knows %d replicas", i+1, len(reps))
-		}
-		others, err := c.Do(ctx, "SENTINEL", "SENTINELS", SentinelMaster).Slice()
-		if err != nil {
-			return fmt.Errorf("sentinel %d: sentinels: %w", i+1, err)
-		}
-		if len(others) < sentinelCount-1 {
-			return fmt.Errorf("sentinel %d knows %d other sentinels", i+1, len(others))
+	for i := range s.sentinelCtl {
+		reps, others, err := s.sentinelView(ctx, i)
+		switch {
+		case err != nil:
+			return err
+		case reps < sentinelReplicas:
+			return fmt.Errorf("sentinel %d knows %d replicas", i+1, reps)
+		case others < sentinelCount-1:
+			return fmt.Errorf("sentinel %d knows %d other sentinels", i+1, others)
 		}
 	}
 	return nil
+}
+
+// sentinelView is how many replicas and other Sentinels Sentinel i knows.
+func (s *SentinelTopology) sentinelView(ctx context.Context, i int) (replicas, others int, err error) {
+	c := s.sentinelCtl[i]
+	reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("sentinel %d: replicas: %w", i+1, err)
+	}
+	sents, err := c.Do(ctx, "SENTINEL", "SENTINELS", SentinelMaster).Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("sentinel %d: sentinels: %w", i+1, err)
+	}
+	return len(reps), len(sents), nil
+}
+
+// sentinelViews says what every Sentinel knows, for an error.
+func (s *SentinelTopology) sentinelViews(ctx context.Context) string {
+	var parts []string
+	lagging := -1
+	for i := range s.sentinelCtl {
+		reps, others, err := s.sentinelView(ctx, i)
+		if err != nil {
+			parts = append(parts, err.Error())
+		} else {
+			parts = append(parts, fmt.Sprintf("sentinel %d: %d replicas, %d sentinels", i+1, reps, others))
+		}
+		if lagging < 0 && (err != nil || reps < sentinelReplicas || others < sentinelCount-1) {
+			lagging = i
+		}
+	}
+	if lagging >= 0 && lagging < len(s.sentinels) && s.sentinels[lagging].Dir != "" {
+		parts = append(parts, fmt.Sprintf("sentinel %d%s", lagging+1, logTail(s.sentinels[lagging].Dir)))
+	}
+	return strings.Join(parts, "; ")
 }

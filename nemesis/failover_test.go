@@ -230,9 +230,15 @@ func stepToLossyGrant(t *testing.T, p *waits, c *redis.Client, paths []*cluster.
 	attempt := func(key string) nemesis.ProtocolEvent {
 		return nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: key}
 	}
+	// The cut is looked at in the fault's act, in emit's goroutine: once
+	// emit returns, the fault may already have found lock:a on a replica
+	// and undone it.
+	var cutAtAct bool
+	p.atAct = func() { cutAtAct = cut(t, paths) }
 	p.await(t, nemesis.Point)
 	p.emit(t, attempt("lock:a")) // cut here: every replica still has lock:a
-	if !cut(t, paths) {
+	p.atAct = nil
+	if !cutAtAct {
 		t.Fatal("no cut at the attempt")
 	}
 	p.await(t, nemesis.Point) // waits for another attempt: the cut is undone
@@ -290,6 +296,9 @@ type waits struct {
 	*nemesis.Watch
 	waiting chan nemesis.StepKind
 	taken   chan struct{}
+	// atAct, when set, runs right after the fault's act, in the emitting
+	// goroutine, before the fault can take its next step.
+	atAct func()
 }
 
 func (w *waits) Next(ctx context.Context, f nemesis.Filter) (nemesis.ProtocolEvent, error) {
@@ -298,6 +307,9 @@ func (w *waits) Next(ctx context.Context, f nemesis.Filter) (nemesis.ProtocolEve
 	f.Act = func(e nemesis.ProtocolEvent) {
 		if act != nil {
 			act(e)
+		}
+		if w.atAct != nil {
+			w.atAct()
 		}
 		w.taken <- struct{}{}
 	}
