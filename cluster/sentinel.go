@@ -158,8 +158,10 @@ func StartSentinel(ctx context.Context, opts TopologyOptions) (Topology, error) 
 	}
 	s, err := startSentinelOnce(ctx, opts)
 	if errors.Is(err, errSentinelsNotReady) && ctx.Err() == nil {
-		// Once, on fresh processes, ports and fronts: a start whose
-		// Sentinels never found each other has never been seen twice.
+		// Once, on fresh processes, ports and fronts. A start whose
+		// Sentinels never met was seen once, under the race detector in
+		// CI, and never reproduced; a new start does not inherit whatever
+		// caused it, and the error says what each Sentinel knew.
 		s2, err2 := startSentinelOnce(ctx, opts)
 		if err2 != nil {
 			return nil, fmt.Errorf("%w; started again: %w", err, err2)
