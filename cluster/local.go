@@ -173,12 +173,26 @@ func (s *process) start(ctx context.Context, spec NodeSpec) error {
 }
 
 func logTail(dir string) string {
+	if line := lastLogLine(dir, ""); line != "" {
+		return " (log: " + line + ")"
+	}
+	return ""
+}
+
+// lastLogLine is the last line of the server's log in dir that contains
+// word, "" when there is none or the log cannot be read.
+func lastLogLine(dir, word string) string {
 	b, err := os.ReadFile(filepath.Join(dir, "redis.log"))
-	if err != nil || len(b) == 0 {
+	if err != nil {
 		return ""
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return " (log: " + strings.TrimSpace(lines[len(lines)-1]) + ")"
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], word) {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return ""
 }
 
 func waitPing(ctx context.Context, addr string, exited <-chan struct{}, timeout time.Duration) error {

@@ -81,8 +81,17 @@ type FailoverTopology interface {
 	// to fail.
 	ManualFailover(ctx context.Context, i int) error
 	// WaitSwitch waits until every Sentinel names a master other than old
-	// and that node says it is a master.
+	// and that node says it is a master; call it once Sentinel has cause
+	// to switch (old killed or paused, a failover asked for). It returns
+	// ErrNoFailover at once when Aborted says none will come, and at the
+	// timeout when every Sentinel still names old.
 	WaitSwitch(ctx context.Context, old *Node, timeout time.Duration) (*Node, error)
+	// Aborted returns an error wrapping ErrNoFailover when a failover away
+	// from old has ended without a switch (Sentinel aborted it): every
+	// Sentinel names old, none is failing it over, and old serves as
+	// master. Call it once Sentinel has cause to switch; nil when a switch
+	// may still come.
+	Aborted(ctx context.Context, old *Node) error
 	// Settle waits until the Sentinels agree on a master and every running
 	// node replicates from it with its link up, re-pointing stragglers.
 	Settle(ctx context.Context, timeout time.Duration) error
@@ -419,6 +428,10 @@ func (s *SentinelTopology) ManualFailover(ctx context.Context, i int) error {
 	return nil
 }
 
+// ErrNoFailover says that Sentinel did not fail the master over: every
+// Sentinel still names it.
+var ErrNoFailover = errors.New("Sentinel did not fail the master over")
+
 // WaitSwitch implements FailoverTopology.
 func (s *SentinelTopology) WaitSwitch(ctx context.Context, old *Node, timeout time.Duration) (*Node, error) {
 	deadline := time.Now().Add(timeout)
@@ -433,16 +446,35 @@ func (s *SentinelTopology) WaitSwitch(ctx context.Context, old *Node, timeout ti
 				err = fmt.Errorf("%s is named master but says %s", m.Name, role)
 			}
 		} else if err == nil {
+			if err := s.Aborted(ctx, old); err != nil {
+				return nil, err
+			}
 			err = fmt.Errorf("the sentinels still name %s", old.Name)
 		}
 		last = err
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no failover away from %s within %v: %w", old.Name, timeout, last)
+			if m, merr := s.NamedByAll(ctx); merr == nil && m == old {
+				last = fmt.Errorf("%w: %w", ErrNoFailover, last)
+			}
+			return nil, fmt.Errorf("no failover away from %s within %v: %w%s", old.Name, timeout, last, s.failoverLogs())
 		}
 		if !sleep.For(ctx, 100*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// Aborted implements FailoverTopology. A killed or paused master does not
+// serve: Sentinel has yet to notice it.
+func (s *SentinelTopology) Aborted(ctx context.Context, old *Node) error {
+	if m, err := s.agreed(ctx); err != nil || m != old {
+		return nil
+	}
+	if role, err := s.role(ctx, old); err != nil || role != "master" {
+		return nil
+	}
+	return fmt.Errorf("%w: every Sentinel names %s, none is failing it over, and it serves as master%s",
+		ErrNoFailover, old.Name, s.failoverLogs())
 }
 
 // Observe implements Observed: every master switch a Sentinel announces

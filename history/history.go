@@ -129,7 +129,11 @@ type Event struct {
 	// Fault names the fault of a FaultStart/FaultHeal event; Target what it hit.
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Error is why an operation failed or its outcome is unknown; on a
+	// fault-heal, why the injection never took effect (a failover Sentinel
+	// never carried out): its window is then no evidence that the lock
+	// survived the fault.
+	Error string `json:"error,omitempty"`
 	// Run is set on the first line only: how the run was configured.
 	Run *RunInfo `json:"run,omitempty"`
 }

@@ -71,6 +71,9 @@ type Window struct {
 	// end if none (both on the history's clock, nanoseconds).
 	Start int64 `json:"start_ns"`
 	End   int64 `json:"end_ns"`
+	// NoEffect is why the injection never did what the fault exists to do
+	// (its heal event's error); "" when it did.
+	NoEffect string `json:"no_effect,omitempty"`
 }
 
 // Operations pairs every invocation with its completion, in call order. An
@@ -161,7 +164,7 @@ func FaultWindows(events []Event, end int64) []Window {
 			out = append(out, Window{Fault: e.Fault, Target: e.Target, Start: e.Time, End: -1})
 		case FaultHeal:
 			if s := open[key]; len(s) > 0 {
-				out[s[0]].End = e.Time
+				out[s[0]].End, out[s[0]].NoEffect = e.Time, e.Error
 				open[key] = s[1:]
 			}
 		}

@@ -156,20 +156,20 @@ func shardOf(ctx context.Context, st cluster.ShardedTopology, shards []cluster.S
 func (f *clusterFailoverLossy) promote(ctx context.Context, t *Target, st cluster.ShardedTopology, mark Marker, m, r *cluster.Node, key string) error {
 	key, err := writtenOnMasterOnly(ctx, st, m, r, key, t.TTL/2, aimWait(t.TTL))
 	if ctx.Err() != nil {
-		mark.Step("the run ended before the failover")
-		return nil // the cut is healed as usual; nothing failed
+		// The cut is healed as usual; without the failover it lost nothing.
+		return fmt.Errorf("%w: the run ended before the failover", ErrNoEffect)
 	}
 	what := key + " written on " + m.Name + " only"
 	if err != nil {
 		what = err.Error() // fail over all the same: the cut still loses writes
 	}
 	if err := st.ForceFailover(ctx, r, promoteTimeout); err != nil {
+		// The heal settles whatever the promotion left.
 		if ctx.Err() != nil {
-			// As above: the heal settles whatever the promotion left.
 			mark.Step("the run ended during the failover")
-			return nil
+			return nil // the takeover was asked for and may have been made
 		}
-		return err
+		return fmt.Errorf("%w: %w", ErrNoEffect, err)
 	}
 	f.old, f.promoted = m, r
 	mark.Step(fmt.Sprintf("CLUSTER FAILOVER TAKEOVER: %s promoted over %s (%s)", r.Name, m.Name, what))

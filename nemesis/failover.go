@@ -333,6 +333,8 @@ func namedMaster(ctx context.Context, ft cluster.FailoverTopology, old *cluster.
 	for {
 		if m, err := ft.NamedByAll(ctx); err == nil && m != old {
 			return m, nil
+		} else if err := ft.Aborted(ctx, old); err != nil {
+			return nil, err
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("not every Sentinel names a master other than %s within %v", old.Name, switchTimeout)
@@ -377,16 +379,16 @@ func (f *failover) Heal(ctx context.Context, t *Target) error {
 	old := f.old
 	if f.failed != nil {
 		if err := <-f.failed; err != nil {
-			if !errors.Is(err, errRunEnded) {
-				errs = append(errs, fmt.Errorf("fail %s: %w", old.Name, err))
-			}
+			// Only the cut took place, which loses nothing by itself.
+			errs = append(errs, fmt.Errorf("%w: fail %s: %w", ErrNoEffect, old.Name, err))
 			old = nil // nothing failed over
 		}
 		f.failed = nil
 	}
 	f.old = nil
 	if f.demoted != nil {
-		if err := <-f.demoted; err != nil {
+		// A failover Sentinel aborted: the wait for the switch says so.
+		if err := <-f.demoted; err != nil && !errors.Is(err, cluster.ErrNoFailover) {
 			errs = append(errs, fmt.Errorf("make %s a replica: %w", old.Name, err))
 		}
 		f.demoted = nil
@@ -396,7 +398,7 @@ func (f *failover) Heal(ctx context.Context, t *Target) error {
 		// Sentinel would simply see it back (and a failover still under
 		// way would be disturbed).
 		if _, err := ft.WaitSwitch(ctx, old, switchTimeout); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, noSwitch(err))
 		}
 		if f.paused {
 			if err := old.Resume(); err != nil {
@@ -412,6 +414,16 @@ func (f *failover) Heal(ctx context.Context, t *Target) error {
 	f.paused = false
 	errs = append(errs, healCut(ctx, t, &f.toxics), ft.Settle(ctx, settleTimeout))
 	return errors.Join(errs...) // drops the nils
+}
+
+// noSwitch is the error of a wait for a failover's switch: one that says
+// Sentinel never failed the master over (a failover it aborted) means the
+// fault never took effect.
+func noSwitch(err error) error {
+	if errors.Is(err, cluster.ErrNoFailover) {
+		return fmt.Errorf("%w: %w", ErrNoEffect, err)
+	}
+	return err
 }
 
 // healCut removes the cut *cut, if any, and forgets it, so that a second

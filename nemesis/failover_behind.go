@@ -152,7 +152,7 @@ func (f *failoverBehind) Heal(ctx context.Context, t *Target) error {
 	var errs []error
 	if f.old != nil {
 		if _, err := ft.WaitSwitch(ctx, f.old, switchTimeout); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, noSwitch(err))
 		}
 		f.old = nil
 	}

@@ -7,6 +7,7 @@ package nemesis_test
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"strings"
 	"testing"
@@ -99,6 +100,8 @@ func TestFailoverFaults(t *testing.T) {
 		{"failover-lossy aimed", testFailoverLossyAimed},
 		{"replication-delay", testReplicationDelay},
 		{"sentinel-failover", testSentinelFailover},
+		{"sentinel-failover aborted", testSentinelFailoverAborted},
+		{"failover-lossy aimed aborted", testFailoverLossyAimedAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, r) })
 	}
@@ -142,8 +145,23 @@ func client(t *testing.T, n *cluster.Node) *redis.Client {
 	return c
 }
 
+// failed waits until n, killed or paused, no longer answers.
+func failed(t *testing.T, n *cluster.Node, within time.Duration) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	defer c.Close()
+	for deadline := time.Now().Add(within); c.Ping(context.Background()).Err() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still answers after %v", n.Name, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // promotedWithout waits for Sentinel to promote a replica in old's place
-// and reports whether the new master lacks key.
+// and reports whether the new master lacks key. Sentinel must have been
+// given its cause: the master failed, or a failover asked for.
 func promotedWithout(t *testing.T, s *cluster.SentinelTopology, old *cluster.Node, key string) bool {
 	t.Helper()
 	ctx := context.Background()
@@ -173,6 +191,7 @@ func testFailoverLossy(t *testing.T, r *sentinelRig) {
 	if err := client(t, old).Set(ctx, "written-during-cut", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	failed(t, old, 5*time.Second)
 	if !promotedWithout(t, r.s, old, "written-during-cut") {
 		t.Error("the promoted replica has the key written while replication was cut")
 	}
@@ -280,6 +299,96 @@ func testSentinelFailover(t *testing.T, r *sentinelRig) {
 	f, old := r.start(t, "sentinel-failover")
 	if m := r.heal(t, f); m == old {
 		t.Errorf("%s is still master after SENTINEL FAILOVER", old.Name)
+	}
+}
+
+// testSentinelFailoverAborted: a SENTINEL FAILOVER that Sentinel aborts
+// (no replica obeys its SLAVEOF NO ONE: their ACL refuses it here) never
+// switches. The heal says the fault never took effect, with Sentinel's own
+// abort line, once no Sentinel is failing the master over rather than at
+// the end of its wait, and the old master is still master after it.
+func testSentinelFailoverAborted(t *testing.T, r *sentinelRig) {
+	f := fault(t, "sentinel-failover")
+	old := healthy(t, r.s, r.netw)
+	obey := refuseSlaveof(t, r.s, old)
+	defer obey()
+	if err := f.Start(context.Background(), r.target, r.rng, &marks{}); err != nil {
+		t.Fatal(err)
+	}
+	checkAborted(t, r, f, old, obey)
+}
+
+// testFailoverLossyAimedAborted: the aimed lossy failover whose SENTINEL
+// FAILOVER is aborted gives up its wait to demote the old master as soon
+// as no Sentinel is failing it over, and its heal says it never took
+// effect.
+func testFailoverLossyAimedAborted(t *testing.T, r *sentinelRig) {
+	ctx := context.Background()
+	f := fault(t, "failover-lossy")
+	old := healthy(t, r.s, r.netw)
+	c := client(t, old)
+	if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
+	}
+	obey := refuseSlaveof(t, r.s, old)
+	defer obey()
+	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
+	aimed := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx, aimed, r.rng, &marks{}) }()
+	stepToLossyGrant(t, p, c, r.s.ReplicationPaths(old))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkAborted(t, &sentinelRig{s: r.s, netw: r.netw, target: aimed}, f, old, obey)
+	if err := c.Del(ctx, "lock:a", "lock:b").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refuseSlaveof makes every node but old refuse SLAVEOF and REPLICAOF
+// (their ACL), so that Sentinel can promote none of them and aborts its
+// failover at its timeout; the function it returns lifts the refusal.
+func refuseSlaveof(t *testing.T, s *cluster.SentinelTopology, old *cluster.Node) func() {
+	t.Helper()
+	acl := func(rule string) {
+		for _, n := range s.Nodes() {
+			if n == old {
+				continue
+			}
+			if err := client(t, n).Do(context.Background(), "ACL", "SETUSER", "default", rule+"slaveof", rule+"replicaof").Err(); err != nil {
+				t.Fatalf("ACL on %s: %v", n.Name, err)
+			}
+		}
+	}
+	acl("-")
+	return func() { acl("+") }
+}
+
+// checkAborted heals f, started on old with every replica refusing to be
+// promoted: the heal must say the fault never took effect, with Sentinel's
+// abort line, once no Sentinel is failing old over rather than at the end
+// of a wait; once the replicas obey again, old is the healthy master.
+func checkAborted(t *testing.T, r *sentinelRig, f nemesis.Fault, old *cluster.Node, obey func()) {
+	t.Helper()
+	err := f.Heal(context.Background(), r.target)
+	if !errors.Is(err, nemesis.ErrNoEffect) || !errors.Is(err, cluster.ErrNoFailover) {
+		t.Fatalf("heal: %v, want the fault never took effect", err)
+	}
+	for _, want := range []string{"none is failing it over", "failover-abort"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("heal: %v, want it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "within") {
+		t.Errorf("heal: %v, want no wait to its end", err)
+	}
+	obey()
+	if m := healthy(t, r.s, r.netw); m != old {
+		t.Errorf("%s is master after an aborted failover, want %s", m.Name, old.Name)
 	}
 }
 

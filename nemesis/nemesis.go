@@ -13,6 +13,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"time"
@@ -39,9 +40,20 @@ type Fault interface {
 	Start(ctx context.Context, t *Target, rng *rand.Rand, mark Marker) error
 	// Heal undoes what Start did. It is called exactly once after each
 	// Start that took effect (returned nil, or called mark.Began before
-	// failing), also when the run is ending.
+	// failing), also when the run is ending. An error from Start or Heal
+	// that wraps ErrNoEffect takes the start back: what the fault began
+	// never came to what it exists to do.
 	Heal(ctx context.Context, t *Target) error
 }
+
+// ErrNoEffect, wrapped in an error a fault's Start returns after
+// mark.Began or in its Heal's, says the injection began but never did what
+// the fault exists to do: Sentinel never carried out the failover it was
+// asked for, a replica was never promoted. Its window stays in the history,
+// but the heal event says why it proves nothing (history.Event.Error), and
+// the run does not count it as taken effect: a run whose every start came
+// to nothing tested nothing, and its verdict says so.
+var ErrNoEffect = errors.New("the fault never took effect")
 
 // Marker stamps a fault's effects on the run's history as they happen.
 type Marker interface {

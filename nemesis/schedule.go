@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,7 +188,8 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 			}
 		}
 		m := &marker{rec: s.Recorder, fault: f.Name()}
-		if err := f.Start(ctx, t, frng, m); err != nil {
+		startErr := f.Start(ctx, t, frng, m)
+		if err := startErr; err != nil {
 			if !m.began {
 				switch {
 				case ctx.Err() != nil:
@@ -205,19 +207,38 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 			// It took effect before failing: heal what it did.
 		}
 		m.Began("") // a fault that never said when it took effect: now
-		s.count(f.Name(), m.tally)
 		if in, ok := f.(Instant); !ok || !in.Instant() {
 			sleep.For(ctx, hold)
 		}
 		// Heal even when the run is ending: nothing may stay broken.
-		if err := f.Heal(context.WithoutCancel(ctx), t); err != nil {
-			logf("nemesis %s: heal: %v", f.Name(), err)
+		healErr := f.Heal(context.WithoutCancel(ctx), t)
+		heal := history.Event{Op: history.FaultHeal, Fault: f.Name(), Target: m.target()}
+		if healErr != nil {
+			logf("nemesis %s: heal: %v", f.Name(), healErr)
 		}
-		s.Recorder.Info(history.Event{Op: history.FaultHeal, Fault: f.Name(), Target: m.target()})
+		if heal.Error = noEffect(startErr, healErr); heal.Error != "" {
+			s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
+			logf("nemesis %s: this start is not counted as taken effect: %s", f.Name(), heal.Error)
+		} else {
+			s.count(f.Name(), m.tally)
+		}
+		s.Recorder.Info(heal)
 		if ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// noEffect is, on one line, why an injection never took effect, from the
+// errors of its start and heal that wrap ErrNoEffect; "" when it did.
+func noEffect(errs ...error) string {
+	var why []string
+	for _, err := range errs {
+		if errors.Is(err, ErrNoEffect) {
+			why = append(why, strings.Join(strings.Fields(err.Error()), " "))
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // trigger waits for the schedule's trigger event; false if none came.

@@ -103,7 +103,11 @@ func buildPage(m *model, sb *seriesBuilder, s *summary.Summary, dir string) (*pa
 			pg.HiddenFaults = len(m.Faults) - i
 			break
 		}
-		pg.Faults = append(pg.Faults, faultView{N: i + 1, Fault: f.Fault, Target: f.Target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
+		target := f.Target
+		if f.NoEffect != "" {
+			target += " (never took effect: " + f.NoEffect + ")"
+		}
+		pg.Faults = append(pg.Faults, faultView{N: i + 1, Fault: f.Fault, Target: target, Start: secs(f.Start), End: secs(f.End), Length: secs(f.End - f.Start)})
 	}
 	var err error
 	if pg.Plots, err = plots(sb, m); err != nil {

@@ -39,6 +39,11 @@ func (ev *evidence) add(e history.Event) {
 			ev.took = map[string]int{}
 		}
 		ev.took[e.Fault]++
+	case e.Type == history.Info && e.Op == history.FaultHeal && e.Error != "":
+		// The injection never took effect: its start proves nothing.
+		if ev.took[e.Fault] > 0 {
+			ev.took[e.Fault]--
+		}
 	}
 }
 

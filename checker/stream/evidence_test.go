@@ -25,6 +25,9 @@ func TestEvidence(t *testing.T) {
 		{Type: history.OK, Op: history.Buy, Client: 0, Process: 1, Key: "stock", Time: 9},
 	}
 	fault := []history.Event{{Type: history.Info, Op: history.FaultStart, Fault: "pause-client", Time: 1}}
+	heal := func(at int64, noEffect string) []history.Event {
+		return []history.Event{{Type: history.Info, Op: history.FaultHeal, Fault: "pause-client", Time: at, Error: noEffect}}
+	}
 	join := func(parts ...[]history.Event) []history.Event {
 		var out []history.Event
 		for _, p := range parts {
@@ -44,6 +47,12 @@ func TestEvidence(t *testing.T) {
 		{"nothing succeeded", "", []history.Event{buy[0], {Type: history.Fail, Op: history.Buy, Client: 0, Process: 1, Key: "stock", Time: 9}}, checker.Untested},
 		{"fault never landed", "pause-client", acquire(1, 0, history.OK), checker.Untested},
 		{"fault landed", "pause-client", join(fault, acquire(1, 10, history.OK)), checker.Valid},
+		{"fault landed and healed", "pause-client", join(fault, acquire(1, 10, history.OK), heal(30, "")), checker.Valid},
+		// A heal that says its injection came to nothing takes its start back.
+		{"fault came to nothing", "pause-client", join(fault, acquire(1, 10, history.OK), heal(30, "aborted")), checker.Untested},
+		{"one of two came to nothing", "pause-client",
+			join(fault, heal(5, "aborted"), fault, acquire(1, 10, history.OK), heal(30, "")), checker.Valid},
+		{"a heal with no start", "pause-client", join(heal(5, "aborted"), fault, acquire(1, 10, history.OK)), checker.Valid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ev evidence
