@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/history"
-	"github.com/locktorture/locktorture/internal/sleep"
 )
 
 // SentinelMaster is the name the Sentinels monitor the master under.
@@ -414,67 +413,6 @@ func (s *SentinelTopology) agreed(ctx context.Context) (*Node, error) {
 // ReplicationPaths implements FailoverTopology.
 func (s *SentinelTopology) ReplicationPaths(node *Node) []*Path {
 	return s.net.pathsTo(s.local.Nodes(), node)
-}
-
-// ManualFailover implements FailoverTopology.
-func (s *SentinelTopology) ManualFailover(ctx context.Context, i int) error {
-	if len(s.sentinelCtl) == 0 {
-		return errors.New("no sentinel")
-	}
-	i = (i%len(s.sentinelCtl) + len(s.sentinelCtl)) % len(s.sentinelCtl)
-	if err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "FAILOVER", SentinelMaster).Err(); err != nil {
-		return fmt.Errorf("SENTINEL FAILOVER on sentinel %d: %w", i+1, err)
-	}
-	return nil
-}
-
-// ErrNoFailover says that Sentinel did not fail the master over: every
-// Sentinel still names it.
-var ErrNoFailover = errors.New("Sentinel did not fail the master over")
-
-// WaitSwitch implements FailoverTopology.
-func (s *SentinelTopology) WaitSwitch(ctx context.Context, old *Node, timeout time.Duration) (*Node, error) {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		m, err := s.agreed(ctx)
-		if err == nil && m != old {
-			var role string
-			if role, err = s.role(ctx, m); err == nil && role == "master" {
-				return m, nil
-			} else if err == nil {
-				err = fmt.Errorf("%s is named master but says %s", m.Name, role)
-			}
-		} else if err == nil {
-			if err := s.Aborted(ctx, old); err != nil {
-				return nil, err
-			}
-			err = fmt.Errorf("the sentinels still name %s", old.Name)
-		}
-		last = err
-		if time.Now().After(deadline) {
-			if m, merr := s.NamedByAll(ctx); merr == nil && m == old {
-				last = fmt.Errorf("%w: %w", ErrNoFailover, last)
-			}
-			return nil, fmt.Errorf("no failover away from %s within %v: %w%s", old.Name, timeout, last, s.failoverLogs())
-		}
-		if !sleep.For(ctx, 100*time.Millisecond) {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// Aborted implements FailoverTopology. A killed or paused master does not
-// serve: Sentinel has yet to notice it.
-func (s *SentinelTopology) Aborted(ctx context.Context, old *Node) error {
-	if m, err := s.agreed(ctx); err != nil || m != old {
-		return nil
-	}
-	if role, err := s.role(ctx, old); err != nil || role != "master" {
-		return nil
-	}
-	return fmt.Errorf("%w: every Sentinel names %s, none is failing it over, and it serves as master%s",
-		ErrNoFailover, old.Name, s.failoverLogs())
 }
 
 // Observe implements Observed: every master switch a Sentinel announces

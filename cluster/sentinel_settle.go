@@ -183,22 +183,3 @@ func (s *SentinelTopology) sentinelViews(ctx context.Context) string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// failoverLogs is, for an error, the last failover event each Sentinel
-// logged (a -failover-abort-* line says why a failover never switched);
-// "" when no Sentinel's log can be read.
-func (s *SentinelTopology) failoverLogs() string {
-	var parts []string
-	for i, n := range s.sentinels {
-		if n.Dir == "" {
-			continue
-		}
-		if line := lastLogLine(n.Dir, "failover"); line != "" {
-			parts = append(parts, fmt.Sprintf("sentinel %d: %s", i+1, line))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " (last failover events: " + strings.Join(parts, "; ") + ")"
-}

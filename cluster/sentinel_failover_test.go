@@ -1,0 +1,73 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktorture/locktorture/internal/testredis"
+)
+
+// TestManualFailoverAsksAgain: Sentinel accepts SENTINEL FAILOVER when some
+// replica looks promotable, but selects one a tick later, and aborts
+// (-failover-abort-no-good-slave) when it then finds every replica's INFO
+// older than three info periods. Here the first failover is made to abort
+// so: as Sentinel announces it (+try-failover), the test cuts the period to
+// 10 ms, which no INFO can meet a tick later (ticks are 50 to 100 ms apart,
+// and during a failover the replicas are read once a second). Once the
+// abort is announced the period goes back, and ManualFailover must have
+// asked again: it returns nil and the master switches. An abort it took for
+// a failover would leave the old master in place.
+func TestManualFailoverAsksAgain(t *testing.T) {
+	testredis.Need(t)
+	s, _ := startSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addrs := s.SentinelAddrs()
+	last := redis.NewClient(&redis.Options{Addr: addrs[len(addrs)-1], Protocol: 2})
+	defer last.Close()
+	period := func(ms int) {
+		if err := last.Do(ctx, "SENTINEL", "DEBUG", "info-period", ms).Err(); err != nil {
+			t.Fatalf("SENTINEL DEBUG info-period %d: %v", ms, err)
+		}
+	}
+	old, err := s.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := last.Subscribe(ctx, "+try-failover", "-failover-abort-no-good-slave")
+	defer sub.Close()
+	for range 2 {
+		if _, err := sub.Receive(ctx); err != nil { // the subscriptions' confirmations
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ManualFailover(ctx, -1) }()
+	next := func(want string) {
+		t.Helper()
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", want, err)
+		}
+		if msg.Channel != want {
+			t.Fatalf("Sentinel announced %s (%s), want %s", msg.Channel, msg.Payload, want)
+		}
+	}
+	next("+try-failover")
+	period(10)
+	next("-failover-abort-no-good-slave")
+	period(100)
+	if err := <-done; err != nil {
+		t.Fatalf("ManualFailover: %v", err)
+	}
+	nm, err := s.WaitSwitch(ctx, old, 30*time.Second)
+	if err != nil {
+		t.Fatalf("after ManualFailover returned: %v", err)
+	}
+	if nm == old {
+		t.Fatalf("%s is still master", old.Name)
+	}
+}
