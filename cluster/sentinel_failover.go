@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/locktorture/locktorture/internal/sleep"
@@ -59,6 +60,39 @@ const (
 	failoverAsks     = 5
 	failoverAskPause = 150 * time.Millisecond
 )
+
+// HoldSwitch implements FailoverTopology.
+func (s *SentinelTopology) HoldSwitch(ctx context.Context, i int) (func() error, error) {
+	if len(s.sentinelCtl) == 0 {
+		return nil, errors.New("no sentinel")
+	}
+	i = (i%len(s.sentinelCtl) + len(s.sentinelCtl)) % len(s.sentinelCtl)
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		st, err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "MASTER", SentinelMaster).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("ask sentinel %d about its failover: %w", i+1, err)
+		}
+		m := pairs(st)
+		state := m["failover-state"]
+		switch {
+		case !strings.Contains(m["flags"], "failover_in_progress"), state == "reconf_slaves", state == "update_config":
+			return nil, fmt.Errorf("sentinel %d is past its promotion of a replica (%s)", i+1, m["flags"])
+		case state == "wait_promotion":
+			n := s.sentinels[i]
+			if err := n.Pause(); err != nil {
+				return nil, err
+			}
+			var once sync.Once
+			var rerr error
+			return func() error { once.Do(func() { rerr = n.Resume() }); return rerr }, nil
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("sentinel %d sent no replica SLAVEOF NO ONE within 2s (failover state %s)", i+1, state)
+		}
+		if !sleep.For(ctx, 5*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
 
 // selected waits until the failover Sentinel i has begun away from old is
 // past its selection of a replica. It returns an error when the failover

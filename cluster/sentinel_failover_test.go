@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/internal/testredis"
 )
 
@@ -69,5 +70,52 @@ func TestManualFailoverAsksAgain(t *testing.T) {
 	}
 	if nm == old {
 		t.Fatalf("%s is still master", old.Name)
+	}
+}
+
+// TestHoldSwitch: while HoldSwitch keeps the Sentinel leading a failover
+// stopped, no Sentinel names the promoted replica, well past the second in
+// which Sentinel would have switched by itself; once resumed, every
+// Sentinel names it.
+func TestHoldSwitch(t *testing.T) {
+	testredis.Need(t)
+	s, _ := startSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := s.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(addr string) string {
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+		defer c.Close()
+		a, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.SentinelMaster).StringSlice()
+		if err != nil || len(a) != 2 {
+			t.Fatalf("sentinel at %s: %v %v", addr, a, err)
+		}
+		return a[0] + ":" + a[1]
+	}
+	before := named(s.SentinelAddrs()[0])
+	if err := s.ManualFailover(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+	resume, err := s.HoldSwitch(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resume()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		// The stopped Sentinel does not answer; the other two must still name old.
+		for i, addr := range s.SentinelAddrs()[:2] {
+			if got := named(addr); got != before {
+				t.Fatalf("sentinel %d names %s while the switch is held, want %s", i+1, got, before)
+			}
+		}
+	}
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	if nm, err := s.WaitSwitch(ctx, old, 30*time.Second); err != nil || nm == old {
+		t.Fatalf("after the hold: %v, %v", nm, err)
 	}
 }

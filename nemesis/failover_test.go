@@ -145,6 +145,18 @@ func client(t *testing.T, n *cluster.Node) *redis.Client {
 	return c
 }
 
+// namedBy is the address the Sentinel at addr names for the master.
+func namedBy(t *testing.T, addr string) string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+	defer c.Close()
+	a, err := c.Do(context.Background(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.SentinelMaster).StringSlice()
+	if err != nil || len(a) != 2 {
+		t.Fatalf("sentinel at %s names %v (%v)", addr, a, err)
+	}
+	return a[0] + ":" + a[1]
+}
+
 // failed waits until n, killed or paused, no longer answers.
 func failed(t *testing.T, n *cluster.Node, within time.Duration) {
 	t.Helper()
@@ -223,13 +235,29 @@ func testFailoverLossyAimed(t *testing.T, r *sentinelRig) {
 	aimed := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
 	m := &marks{}
 	done := make(chan error, 1)
+	before := namedBy(t, r.s.SentinelAddrs()[0])
 	go func() { done <- f.Start(ctx, aimed, r.rng, m) }()
 	stepToLossyGrant(t, p, c, r.s.ReplicationPaths(old))
+	// The switch is held back for a grant from a second after the
+	// failover on: past the moment Sentinel would have switched by
+	// itself, the first Sentinel still names the old master.
+	p.await(t, nemesis.Acquired)
+	time.Sleep(300 * time.Millisecond)
+	if got := namedBy(t, r.s.SentinelAddrs()[0]); got != before {
+		t.Fatalf("sentinel 1 names %s while the switch is held, want %s", got, before)
+	}
+	if err := c.Set(ctx, "lock:c", "L2", 4*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Acquired, Client: 1, Key: "lock:c", Lease: "L2",
+		Hold: time.Second, Expires: time.Now().Add(4 * time.Second)})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(m.String(), "c0's lock on it only") {
-		t.Errorf("marks %q, want the failover aimed at the lease", m)
+	for _, want := range []string{"c0's lock on it only", "the promotion announced right after " + old.Name + " granted c1's lock"} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("marks %q, want %q", m, want)
+		}
 	}
 	if !promotedWithout(t, r.s, old, "lock:b") {
 		t.Error("the promoted replica has the lock written during the cut")
