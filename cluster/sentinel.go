@@ -52,10 +52,7 @@ var errSentinelsNotReady = errors.New("sentinels not ready")
 // 1.34 s.
 // During a failover Sentinel polls the replicas every second whatever
 // this says, so a switch still takes about a second.
-// A failover-lossy holds its leading Sentinel stopped for up to two
-// seconds (HoldSwitch); the tilt trigger, 2 s by default, is raised so that
-// Sentinel does not take the pause for a clock jump.
-var sentinelDebug = []any{"info-period", 100, "publish-period", 1000, "tilt-trigger", 5000}
+var sentinelDebug = []any{"info-period", 100, "publish-period", 1000}
 
 // Observed is a topology that sees events worth a line in the history (a
 // master switch). The run hands it the recorder's Info before clients start.
@@ -82,13 +79,13 @@ type FailoverTopology interface {
 	// last) for SENTINEL FAILOVER: promotion without waiting for the master
 	// to fail.
 	ManualFailover(ctx context.Context, i int) error
-	// HoldSwitch waits until Sentinel i (-1: the last), leading a failover
-	// it was asked for, has told a replica to take over, then stops it
-	// (SIGSTOP) until resume is called: until then no Sentinel names the
-	// new master and no client hears of it, so a fault picks the moment
-	// clients move. Sentinel's clock jumps by the pause, so resume within
-	// a second or two (it takes a gap over its tilt trigger, 5 s here, for
-	// a jump and stops acting for a while: TILT).
+	// HoldSwitch waits until the replica that Sentinel i (-1: the last),
+	// leading a failover it was asked for, told to take over is a master,
+	// then stops it (SIGSTOP) until resume is called: Sentinel learns of a
+	// promotion only from the replica's INFO, so until then no Sentinel
+	// names the new master and no client hears of it, and a fault picks
+	// the moment clients move. Resume well within the failover timeout
+	// (4 s here): a promotion Sentinel has not seen by then is given up.
 	HoldSwitch(ctx context.Context, i int) (resume func() error, err error)
 	// WaitSwitch waits until every Sentinel names a master other than old
 	// and that node says it is a master; call it once Sentinel has cause

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -61,37 +62,64 @@ const (
 	failoverAskPause = 150 * time.Millisecond
 )
 
-// HoldSwitch implements FailoverTopology.
+// HoldSwitch implements FailoverTopology. The replica, not the Sentinel,
+// is stopped: a stopped Sentinel's periodic hello, due when it resumes,
+// could reset the clock of the hello that announces the promotion, and the
+// others would hear of it a second late.
 func (s *SentinelTopology) HoldSwitch(ctx context.Context, i int) (func() error, error) {
 	if len(s.sentinelCtl) == 0 {
 		return nil, errors.New("no sentinel")
 	}
 	i = (i%len(s.sentinelCtl) + len(s.sentinelCtl)) % len(s.sentinelCtl)
 	for deadline := time.Now().Add(2 * time.Second); ; {
-		st, err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "MASTER", SentinelMaster).Slice()
+		n, err := s.promoting(ctx, i)
 		if err != nil {
-			return nil, fmt.Errorf("ask sentinel %d about its failover: %w", i+1, err)
+			return nil, err
 		}
-		m := pairs(st)
-		state := m["failover-state"]
-		switch {
-		case !strings.Contains(m["flags"], "failover_in_progress"), state == "reconf_slaves", state == "update_config":
-			return nil, fmt.Errorf("sentinel %d is past its promotion of a replica (%s)", i+1, m["flags"])
-		case state == "wait_promotion":
-			n := s.sentinels[i]
-			if err := n.Pause(); err != nil {
-				return nil, err
+		if n != nil {
+			if role, err := s.role(ctx, n); err == nil && role == "master" {
+				if err := n.Pause(); err != nil {
+					return nil, err
+				}
+				var once sync.Once
+				var rerr error
+				return func() error { once.Do(func() { rerr = n.Resume() }); return rerr }, nil
 			}
-			var once sync.Once
-			var rerr error
-			return func() error { once.Do(func() { rerr = n.Resume() }); return rerr }, nil
-		case time.Now().After(deadline):
-			return nil, fmt.Errorf("sentinel %d sent no replica SLAVEOF NO ONE within 2s (failover state %s)", i+1, state)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("sentinel %d promoted no replica within 2s", i+1)
 		}
 		if !sleep.For(ctx, 5*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// promoting is the replica Sentinel i's failover is promoting; nil while it
+// has not sent it SLAVEOF NO ONE. It is an error when Sentinel i is in no
+// failover or has seen the promotion already.
+func (s *SentinelTopology) promoting(ctx context.Context, i int) (*Node, error) {
+	st, err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "MASTER", SentinelMaster).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("ask sentinel %d about its failover: %w", i+1, err)
+	}
+	m := pairs(st)
+	switch state := m["failover-state"]; {
+	case !strings.Contains(m["flags"], "failover_in_progress"), state == "reconf_slaves", state == "update_config":
+		return nil, fmt.Errorf("sentinel %d is past the promotion of a replica (%s %s)", i+1, m["flags"], state)
+	case state != "wait_promotion":
+		return nil, nil
+	}
+	reps, err := s.sentinelCtl[i].Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("ask sentinel %d for the replicas: %w", i+1, err)
+	}
+	for _, r := range reps {
+		if p := pairs(r); strings.Contains(p["flags"], "promoted") {
+			return s.nodeByFront(net.JoinHostPort(p["ip"], p["port"])), nil
+		}
+	}
+	return nil, nil
 }
 
 // selected waits until the failover Sentinel i has begun away from old is

@@ -47,6 +47,9 @@ func TestFailoverLossyDemotesAtGrant(t *testing.T) {
 	p.emit(t, nemesis.ProtocolEvent{Kind: nemesis.Point, Point: "attempt", Key: "lock:b"})
 	p.await(t, nemesis.Acquired)
 	grant(t, p, c, "lock:b", "L1", 0)
+	// The promotion is held back for the next grant on the old master.
+	p.await(t, nemesis.Acquired)
+	grant(t, p, c, "lock:x", "LX", time.Second)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -280,56 +280,6 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 	return nil
 }
 
-// switchAtGrant holds back the news of the promotion (HoldSwitch: the
-// Sentinel leading the failover is stopped once it has told the replica to
-// take over) until the old master grants a lock the replicas lack to a
-// holder that means to hold it a while, so that clients move to the new
-// master while that holder holds: the first to try there wins. Left to
-// Sentinel, the switch comes about a second after the failover was asked
-// for, at whatever moment the lock is in then, and a holder that lets go
-// before any waiter's next try takes the key again itself on the new
-// master, often enough to miss one failover in three. Sentinel reads the
-// promoted replica a second after sent, so a switch let go earlier would
-// come no sooner: the grant is waited for from then on, a holder that means
-// to hold at least reach(TTL) for the first half of a second, any after
-// it; with none, the switch is let go at the end.
-func switchAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, old *cluster.Node,
-	replicas []*cluster.Node, mark Marker, sent time.Time) error {
-	resume, err := ft.HoldSwitch(ctx, lastSentinel)
-	if err != nil {
-		return err
-	}
-	defer resume()
-	if !sleep.For(ctx, time.Until(sent.Add(switchDue))) {
-		return ctx.Err()
-	}
-	p := *t
-	p.Patience = switchWait
-	picky := time.Now().Add(switchWait / 2)
-	e, found, err := nextLeaseWhere(ctx, &p, "", func(e ProtocolEvent) bool {
-		if e.Hold > 0 && e.Hold < reach(t.TTL) && time.Now().Before(picky) {
-			return false // released before a waiter could try
-		}
-		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
-			len(leaseHolders(ctx, replicas, e.Key, "")) == 0
-	})
-	if rerr := resume(); rerr != nil || err != nil {
-		return errors.Join(err, rerr)
-	}
-	if found {
-		mark.Step(fmt.Sprintf("the promotion announced right after %s granted %s's lock", old.Name, ClientName(e.Client)))
-	}
-	return nil
-}
-
-// When switchAtGrant lets the switch go: from a second after the failover
-// was asked for (when Sentinel would have let it go itself), at a grant
-// within switchWait after that.
-const (
-	switchDue  = time.Second
-	switchWait = time.Second
-)
-
 // demoteAtGrant makes the old master a replica of the new one right after
 // it grants a lock, as Sentinel does by itself a second or so after the
 // switch. A client that looks for the master only when the old one
