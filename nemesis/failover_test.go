@@ -223,14 +223,7 @@ func testFailoverLossyAimed(t *testing.T, r *sentinelRig) {
 	f := fault(t, "failover-lossy")
 	old := healthy(t, r.s, r.netw)
 	c := client(t, old)
-	// A copy of lock:a on every replica: a replica promoted with it
-	// would keep the key taken until it expired.
-	if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-		t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
-	}
+	staleCopy(t, c)
 	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
 	aimed := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
 	m := &marks{}
@@ -355,12 +348,7 @@ func testFailoverLossyAimedAborted(t *testing.T, r *sentinelRig) {
 	f := fault(t, "failover-lossy")
 	old := healthy(t, r.s, r.netw)
 	c := client(t, old)
-	if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-		t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
-	}
+	staleCopy(t, c)
 	obey := refuseSlaveof(t, r.s, old)
 	defer obey()
 	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
@@ -374,6 +362,20 @@ func testFailoverLossyAimedAborted(t *testing.T, r *sentinelRig) {
 	checkAborted(t, &sentinelRig{s: r.s, netw: r.netw, target: aimed}, f, old, obey)
 	if err := c.Del(ctx, "lock:a", "lock:b").Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// staleCopy writes lock:a through c, a client of the master, and waits
+// until both replicas have it: a replica promoted with it would keep the
+// key taken until it expired.
+func staleCopy(t *testing.T, c *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Set(ctx, "lock:a", "stale", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("replicas acknowledged %d (%v), want 2", n, err)
 	}
 }
 
