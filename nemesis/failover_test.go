@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,12 +423,28 @@ func checkAborted(t *testing.T, r *sentinelRig, f nemesis.Fault, old *cluster.No
 	}
 }
 
-// marks keeps what a fault marked, for tests that start faults by hand.
-type marks struct{ got []string }
+// marks keeps what a fault marked, for tests that start faults by hand. A
+// fault marks later steps from goroutines of its own (a blind lossy
+// failover's kill), hence the lock.
+type marks struct {
+	mu  sync.Mutex
+	got []string
+}
 
-func (m *marks) Began(target string) { m.got = append(m.got, target) }
-func (m *marks) Step(what string)    { m.got = append(m.got, what) }
-func (m *marks) String() string      { return strings.Join(m.got, "; ") }
+func (m *marks) Began(target string) { m.add(target) }
+func (m *marks) Step(what string)    { m.add(what) }
+
+func (m *marks) add(s string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.got = append(m.got, s)
+}
+
+func (m *marks) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.got, "; ")
+}
 
 // waits is a Watch that says each time a fault begins to wait and each
 // time its wait takes a step, so that a test steps in time with the fault.
