@@ -35,7 +35,7 @@ func TestFailoverLossyDemotesAtGrant(t *testing.T) {
 	f := fault(t, "failover-lossy")
 	old := healthy(t, s, netw)
 	c := client(t, old)
-	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
+	p := newWaits()
 	aimed := &nemesis.Target{Topology: s, Network: netw, TTL: 4 * time.Second, Protocol: p}
 	m := &marks{}
 	done := make(chan error, 1)

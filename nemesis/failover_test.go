@@ -117,6 +117,13 @@ type sentinelRig struct {
 	rng    *rand.Rand
 }
 
+// aimed is the rig's target with a TTL of 4s and a Watch the test steps
+// through, for a fault that aims at the protocol.
+func (r *sentinelRig) aimed() (*waits, *nemesis.Target) {
+	p := newWaits()
+	return p, &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
+}
+
 // start builds the named fault and starts it on the rig's target once the
 // topology is healthy; it returns the fault and the master it started on.
 func (r *sentinelRig) start(t *testing.T, name string) (nemesis.Fault, *cluster.Node) {
@@ -225,8 +232,7 @@ func testFailoverLossyAimed(t *testing.T, r *sentinelRig) {
 	old := healthy(t, r.s, r.netw)
 	c := client(t, old)
 	staleCopy(t, c)
-	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
-	aimed := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
+	p, aimed := r.aimed()
 	m := &marks{}
 	done := make(chan error, 1)
 	before := namedBy(t, r.s.SentinelAddrs()[0])
@@ -352,8 +358,7 @@ func testFailoverLossyAimedAborted(t *testing.T, r *sentinelRig) {
 	staleCopy(t, c)
 	obey := refuseSlaveof(t, r.s, old)
 	defer obey()
-	p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
-	aimed := &nemesis.Target{Topology: r.s, Network: r.netw, TTL: 4 * time.Second, Protocol: p}
+	p, aimed := r.aimed()
 	done := make(chan error, 1)
 	go func() { done <- f.Start(ctx, aimed, r.rng, &marks{}) }()
 	stepToLossyGrant(t, p, c, r.s.ReplicationPaths(old))
@@ -470,6 +475,11 @@ func (w *waits) Next(ctx context.Context, f nemesis.Filter) (nemesis.ProtocolEve
 		w.taken <- struct{}{}
 	}
 	return w.Watch.Next(ctx, f)
+}
+
+// newWaits is a waits on a fresh Watch.
+func newWaits() *waits {
+	return &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
 }
 
 // await returns once the fault begins to wait for a step of kind k.

@@ -32,7 +32,7 @@ func TestPartitionCutsTheNextHolder(t *testing.T) {
 	ctx := context.Background()
 	for seed := int64(1); seed <= clients; seed++ {
 		f := fault(t, "partition")
-		p := &waits{Watch: nemesis.NewWatch(0), waiting: make(chan nemesis.StepKind, 8), taken: make(chan struct{}, 8)}
+		p := newWaits()
 		// A fault aimed at a seeded client would wait a minute for it
 		// before it took another's acquire.
 		target := &nemesis.Target{Topology: topo, Network: netw, Clients: clientCount(clients), TTL: time.Second,
