@@ -46,6 +46,11 @@ func TestDockerBackend(t *testing.T) {
 // verify holds one run's result to what its case must show.
 func (c dockerCase) verify(t *testing.T, res *locktorture.Result) {
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			logFaults(t, res)
+		}
+	}()
 	t.Logf("%d acquired, %d failed, %d unknown, %d master switches; verdict %s, counts %v",
 		res.Stats.Acquired, res.Stats.AcquireFailed, res.Stats.Unknown, res.Stats.MasterSwitches,
 		res.Verdict, res.Report.Count)
@@ -62,6 +67,16 @@ func (c dockerCase) verify(t *testing.T, res *locktorture.Result) {
 		t.Fatal("no slot migrated")
 	}
 	c.check.check(t, res)
+}
+
+// logFaults says what each fault start of a failed case did: a fault that
+// came to nothing carries the reason.
+func logFaults(t *testing.T, res *locktorture.Result) {
+	t.Helper()
+	for _, w := range readSummary(t, res.Dir).Faults {
+		t.Logf("fault %s on %s, %.3fs to %.3fs %s", w.Fault, w.Target,
+			time.Duration(w.Start).Seconds(), time.Duration(w.End).Seconds(), w.NoEffect)
+	}
 }
 
 // runDockerCases runs every case and returns their results and errors, in

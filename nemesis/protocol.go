@@ -29,6 +29,11 @@ const (
 	Acquired StepKind = "acquired"
 	// Releasing: a client invoked a release and is about to send it.
 	Releasing StepKind = "releasing"
+	// Released: a client's release returned, whatever its outcome. Until
+	// then the key counts as held (Filter.Free): an attempt made while the
+	// release is on its way loses on the master, and its replicas may still
+	// have the key after a cut made at it.
+	Released StepKind = "released"
 	// Point: a client reached a named point of its protocol (attempt,
 	// between-setnx-and-pexpire, hold, release...).
 	Point StepKind = "point"
@@ -191,9 +196,9 @@ func (w *Watch) Emit(e ProtocolEvent) {
 		if l, ok := w.lease[e.Client]; ok && e.Key == "" {
 			e.Key, e.Lease, e.TTL, e.Expires = l.Key, l.Lease, l.TTL, l.Expires
 		}
-	case Acquiring, Acquired:
+	case Acquiring, Acquired, Releasing:
 		w.lease[e.Client] = e
-	case Releasing:
+	case Released:
 		delete(w.lease, e.Client)
 	}
 	var hit *waiter
@@ -275,11 +280,11 @@ func (w *Watch) Points() []string {
 	return slices.Sorted(maps.Keys(w.points))
 }
 
-// heldByOtherLocked reports whether a client other than client holds key;
-// w.mu is held.
+// heldByOtherLocked reports whether a client other than client holds key
+// or is releasing it; w.mu is held.
 func (w *Watch) heldByOtherLocked(key string, client int) bool {
 	for c, e := range w.lease {
-		if c != client && e.Kind == Acquired && e.Key == key {
+		if c != client && (e.Kind == Acquired || e.Kind == Releasing) && e.Key == key {
 			return true
 		}
 	}
@@ -341,6 +346,8 @@ func describeStep(e ProtocolEvent) string {
 		what = "acquire ok"
 	case Releasing:
 		what = "release invoked"
+	case Released:
+		what = "release returned"
 	case Point:
 		what = e.Point
 	}

@@ -146,7 +146,7 @@ func TestWatchWaiting(t *testing.T) {
 // TestWatchFreeAttempt says which attempts a fault that waits for a winning
 // one (Filter.Free) takes: one on a key no other client holds, a reentrant
 // holder's nested attempt included, never one on a key another client
-// holds.
+// holds or is still releasing.
 func TestWatchFreeAttempt(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -158,7 +158,10 @@ func TestWatchFreeAttempt(t *testing.T) {
 		{"a key another client holds", []ProtocolEvent{held(0), acquiring(1)}, 1, false},
 		{"the holder's nested attempt", []ProtocolEvent{held(0)}, 0, true},
 		{"a key its holder is releasing", []ProtocolEvent{held(0),
-			{Kind: Releasing, Client: 0, Key: "k", Lease: "a"}, acquiring(1)}, 1, true},
+			{Kind: Releasing, Client: 0, Key: "k", Lease: "a"}, acquiring(1)}, 1, false},
+		{"a key its holder has released", []ProtocolEvent{held(0),
+			{Kind: Releasing, Client: 0, Key: "k", Lease: "a"}, {Kind: Released, Client: 0, Key: "k", Lease: "a"},
+			acquiring(1)}, 1, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -220,6 +220,7 @@ func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	r := p.r
 	inv := p.Invoke(history.Event{Op: history.Release, Key: lease.Key, Lease: lease.Token})
 	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+	defer p.observeReleased(lease)
 	r.unhold(lease.Key, lease.Token)
 	rctx, cancel := context.WithTimeout(ctx, ReleaseBound(r.cfg.TTL))
 	deleted, err := p.Lock.Release(rctx, lease)

@@ -33,3 +33,9 @@ func (p *Process) observeAcquired(key string, lease *locks.Lease, hold time.Dura
 	}
 	p.observe(e)
 }
+
+// observeReleased reports that p's release of lease returned: from then
+// on the faults count its key free.
+func (p *Process) observeReleased(lease *locks.Lease) {
+	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Released, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+}

@@ -131,6 +131,7 @@ func countedRelease(ctx context.Context, p *Process, lease *locks.Lease, op hist
 		// Only the outermost release lets the key go: the step the faults
 		// that aim at releases wait for.
 		p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+		defer p.observeReleased(lease)
 		r.unhold(lease.Key, lease.Token)
 	}
 	var deleted bool
