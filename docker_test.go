@@ -90,6 +90,7 @@ func runDockerCases(t *testing.T, cases []dockerCase) ([]*locktorture.Result, []
 	runCase := func(i int) {
 		o := cases[i].opts
 		o.OutDir = t.TempDir()
+		o.Logf = func(format string, args ...any) { t.Logf("%s: "+format, append([]any{cases[i].name}, args...)...) }
 		results[i], errs[i] = locktorture.Run(t.Context(), o)
 	}
 	var wg sync.WaitGroup

@@ -93,7 +93,10 @@ type Filter struct {
 	Next bool
 	// Free: only a step taken while no other client holds the event's
 	// key, by their own account: an attempt that will win the lock, a
-	// reentrant lock's nested acquire included.
+	// reentrant lock's nested acquire included. While its Act runs, the
+	// other clients' points on that key wait: an attempt of theirs sent
+	// meanwhile (another waiter trying the same free key) would reach the
+	// servers before what the Act sets up, and might win the key there.
 	Free bool
 	// Act, when set, runs in the client's own goroutine at the step,
 	// before the client goes on: a fault that must land exactly there (a
@@ -142,6 +145,15 @@ type Watch struct {
 	// lease each client holds (from its acquire's return to its release)
 	// or is acquiring, so a point event says what is at stake there.
 	lease map[int]ProtocolEvent
+	// gates: the keys whose free attempt's Act runs now (see Filter.Free),
+	// closed when it has run.
+	gates map[string]gate
+}
+
+// gate holds the other clients' points on a key while client's Act runs.
+type gate struct {
+	client int
+	done   chan struct{}
 }
 
 type stepKey struct {
@@ -162,7 +174,8 @@ type waiter struct {
 // its events of each kind pass first: a quiet warm-up counted in protocol
 // steps, so that it ends at the same step on every rerun of a seed.
 func NewWatch(warmup int) *Watch {
-	return &Watch{warmup: max(0, warmup), counts: map[stepKey]int{}, cursor: map[stepKey]int{}, points: map[string]bool{}, lease: map[int]ProtocolEvent{}}
+	return &Watch{warmup: max(0, warmup), counts: map[stepKey]int{}, cursor: map[stepKey]int{}, points: map[string]bool{}, lease: map[int]ProtocolEvent{},
+		gates: map[string]gate{}}
 }
 
 func (f Filter) matches(e *ProtocolEvent) bool {
@@ -188,6 +201,7 @@ func (w *Watch) Emit(e ProtocolEvent) {
 	}
 	k := stepKey{e.Kind, e.Client, e.Point}
 	w.mu.Lock()
+	w.awaitGateLocked(e)
 	w.counts[k]++
 	e.N = w.counts[k]
 	switch e.Kind {
@@ -220,6 +234,11 @@ func (w *Watch) Emit(e ProtocolEvent) {
 		w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
 		break
 	}
+	var g gate
+	if hit != nil && hit.f.Act != nil && hit.f.Free && e.Key != "" {
+		g = gate{client: e.Client, done: make(chan struct{})}
+		w.gates[e.Key] = g
+	}
 	w.mu.Unlock()
 	if hit == nil {
 		return
@@ -227,7 +246,31 @@ func (w *Watch) Emit(e ProtocolEvent) {
 	if hit.f.Act != nil {
 		hit.f.Act(e)
 	}
+	if g.done != nil {
+		w.mu.Lock()
+		delete(w.gates, e.Key)
+		w.mu.Unlock()
+		close(g.done)
+	}
 	hit.got <- e
+}
+
+// awaitGateLocked waits, w.mu held (and let go meanwhile), while a free
+// attempt's Act runs on the key of e, a point of another client.
+func (w *Watch) awaitGateLocked(e ProtocolEvent) {
+	for e.Kind == Point {
+		key := e.Key
+		if l, ok := w.lease[e.Client]; ok && key == "" {
+			key = l.Key
+		}
+		g, ok := w.gates[key]
+		if !ok || key == "" || g.client == e.Client {
+			return
+		}
+		w.mu.Unlock()
+		<-g.done
+		w.mu.Lock()
+	}
 }
 
 // Next implements Protocol.

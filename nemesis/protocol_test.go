@@ -190,6 +190,46 @@ func TestWatchFreeAttempt(t *testing.T) {
 	}
 }
 
+// TestWatchFreeAttemptHoldsOthers: while the Act of a free attempt runs
+// (a replication cut being made), another client's attempt on the same
+// key waits, so that it cannot reach the servers before the cut and win
+// the key there; an attempt on another key goes on.
+func TestWatchFreeAttemptHoldsOthers(t *testing.T) {
+	w := NewWatch(0)
+	acting, finish := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = w.Next(context.Background(), Filter{Kind: Point, Points: []string{"attempt"}, Client: -1, Free: true,
+			Act: func(ProtocolEvent) { close(acting); <-finish }})
+	}()
+	for !w.Waiting() {
+		runtime.Gosched()
+	}
+	w.Emit(acquiring(1))
+	w.Emit(acquiring(2))
+	w.Emit(ProtocolEvent{Kind: Acquiring, Client: 3, Key: "other"})
+	go w.Emit(ProtocolEvent{Kind: Point, Client: 1, Point: "attempt"})
+	<-acting
+	same, other := make(chan struct{}), make(chan struct{})
+	go func() { w.Emit(ProtocolEvent{Kind: Point, Client: 2, Point: "attempt"}); close(same) }()
+	go func() { w.Emit(ProtocolEvent{Kind: Point, Client: 3, Point: "attempt"}); close(other) }()
+	select {
+	case <-other:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an attempt on another key waited for the Act")
+	}
+	select {
+	case <-same:
+		t.Fatal("an attempt on the same key went on while the Act ran")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(finish)
+	select {
+	case <-same:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the attempt on the same key still waits after the Act")
+	}
+}
+
 // held is client c's ok acquire of key k; acquiring, c's acquire of k
 // under way (a nested acquire reports none).
 func held(c int) ProtocolEvent      { return ProtocolEvent{Kind: Acquired, Client: c, Key: "k", Lease: "a"} }
