@@ -79,6 +79,13 @@ type FailoverTopology interface {
 	// last) for SENTINEL FAILOVER: promotion without waiting for the master
 	// to fail.
 	ManualFailover(ctx context.Context, i int) error
+	// LeastFollowed is the number of the Sentinel the fewest clients
+	// follow (subscribed to its +switch-master), ties going to the last.
+	// The Sentinel that leads a failover announces the switch only once
+	// the other replicas follow the new master, about a second after the
+	// others, which switch on its first hello: a client that follows the
+	// leader moves that much later than the rest.
+	LeastFollowed(ctx context.Context) int
 	// HoldSwitch waits until the replica that Sentinel i (-1: the last),
 	// leading a failover it was asked for, told to take over is a master,
 	// then stops it (SIGSTOP) until resume is called: Sentinel learns of a

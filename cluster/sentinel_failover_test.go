@@ -119,3 +119,39 @@ func TestHoldSwitch(t *testing.T) {
 		t.Fatalf("after the hold: %v, %v", nm, err)
 	}
 }
+
+// TestLeastFollowed: the failover is led by the Sentinel the fewest
+// clients follow, ties going to the last. Clients here follow as a go-redis
+// failover client does, subscribed to one Sentinel's +switch-master.
+func TestLeastFollowed(t *testing.T) {
+	testredis.Need(t)
+	s, _ := startSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addrs := s.SentinelAddrs()
+	follow := func(i int) {
+		c := redis.NewClient(&redis.Options{Addr: addrs[i], Protocol: 2})
+		ps := c.Subscribe(ctx, "+switch-master")
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatalf("subscribe to sentinel %d: %v", i+1, err)
+		}
+		t.Cleanup(func() { _ = ps.Close(); _ = c.Close() })
+	}
+	steps := []struct {
+		follow []int // the Sentinels new clients follow
+		want   int
+	}{
+		{nil, len(addrs) - 1},
+		{[]int{2, 2, 0}, 1},
+		{[]int{1, 1}, 0},
+		{[]int{0, 0}, 2},
+	}
+	for _, st := range steps {
+		for _, i := range st.follow {
+			follow(i)
+		}
+		if got := s.LeastFollowed(ctx); got != st.want {
+			t.Fatalf("after clients followed %v: sentinel %d leads, want %d", st.follow, got+1, st.want+1)
+		}
+	}
+}

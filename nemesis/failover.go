@@ -153,9 +153,6 @@ func lead(ttl time.Duration) time.Duration {
 // errRunEnded: the run ended before the master was due to fail.
 var errRunEnded = errors.New("the run ended first")
 
-// lastSentinel is ManualFailover's number for the last Sentinel.
-const lastSentinel = -1
-
 // how a master fails
 const (
 	failManual = "SENTINEL FAILOVER away from"
@@ -189,13 +186,14 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		// SENTINEL FAILOVER: no down-after wait, so the replica lacking
 		// the lock takes over while its lease (and often its hold) runs,
 		// and the old master serves the clients that have not heard of
-		// the switch meanwhile. It goes to the last Sentinel, the one
-		// clients ask last: the Sentinel that leads a failover goes on
-		// naming the old master in SENTINEL MASTERS until the failover's
-		// end, about a second after the others have switched, and redis-py,
-		// which reads that entry from the first Sentinel, would keep going
-		// back to the old master until then.
-		return f.failMasterOnly(ctx, t, ft, mark, old, failManual, lastSentinel)
+		// the switch meanwhile. It goes to the Sentinel the fewest
+		// clients follow: the Sentinel that leads a failover announces the
+		// switch and names the new master in SENTINEL MASTERS only at the
+		// failover's end, about a second after the others have switched,
+		// and the clients that follow it (go-redis) or read that entry
+		// (redis-py reads the first Sentinel's; with it, the last leads)
+		// would keep going back to the old master until then.
+		return f.failMasterOnly(ctx, t, ft, mark, old, failManual)
 	}
 	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
 		f.toxics, f.old = nil, nil
@@ -230,7 +228,7 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 // need a holder still holding just then. With no lease in time it fails
 // over all the same.
 func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.FailoverTopology,
-	mark Marker, old *cluster.Node, how string, sentinel int) error {
+	mark Marker, old *cluster.Node, how string) error {
 	var replicas []*cluster.Node
 	for _, n := range t.Topology.Nodes() {
 		if n != old {
@@ -246,9 +244,10 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
 			len(leaseHolders(ctx, replicas, e.Key, "")) == 0
 	})
+	leader := ft.LeastFollowed(ctx)
 	sent := time.Now()
 	if err == nil {
-		err = f.fail(ctx, ft, old, how, sentinel)
+		err = f.fail(ctx, ft, old, how, leader)
 	}
 	if err != nil {
 		f.old = nil // nothing failed over
@@ -266,7 +265,7 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 	a.Node = old.Name
 	aimed(mark, a)
 	mark.Began(fmt.Sprintf("replication from %s cut; %s with %s's lock on it only", old.Name, describe(old, how), ClientName(e.Client)))
-	if err := switchAtGrant(ctx, t, ft, old, replicas, mark, sent); err != nil {
+	if err := switchAtGrant(ctx, t, ft, old, replicas, leader, mark, sent); err != nil {
 		mark.Step("the switch left to Sentinel: " + err.Error())
 	}
 	f.demoted = make(chan error, 1)

@@ -29,12 +29,12 @@ import (
 // to hold at least reach(TTL) for the first half of a second, any after
 // it; with none, the switch is let go at the end.
 func switchAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, old *cluster.Node,
-	replicas []*cluster.Node, mark Marker, sent time.Time) error {
+	replicas []*cluster.Node, leader int, mark Marker, sent time.Time) error {
 	frozen, err := frozenKeys(ctx, replicas)
 	if err != nil {
 		return err
 	}
-	resume, err := ft.HoldSwitch(ctx, lastSentinel)
+	resume, err := ft.HoldSwitch(ctx, leader)
 	if err != nil {
 		return err
 	}
