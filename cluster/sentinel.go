@@ -79,8 +79,9 @@ type FailoverTopology interface {
 	// last) for SENTINEL FAILOVER: promotion without waiting for the master
 	// to fail.
 	ManualFailover(ctx context.Context, i int) error
-	// LeastFollowed is the number of the Sentinel the fewest clients
-	// follow (subscribed to its +switch-master), ties going to the last.
+	// LeastFollowed is the number of the Sentinel but the first that the
+	// fewest clients follow (subscribed to its +switch-master), ties going
+	// to the last.
 	// The Sentinel that leads a failover announces the switch only once
 	// the other replicas follow the new master, about a second after the
 	// others, which switch on its first hello: a client that follows the

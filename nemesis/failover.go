@@ -187,12 +187,12 @@ func (f *failover) Start(ctx context.Context, t *Target, rng *rand.Rand, mark Ma
 		// the lock takes over while its lease (and often its hold) runs,
 		// and the old master serves the clients that have not heard of
 		// the switch meanwhile. It goes to the Sentinel the fewest
-		// clients follow: the Sentinel that leads a failover announces the
-		// switch and names the new master in SENTINEL MASTERS only at the
-		// failover's end, about a second after the others have switched,
-		// and the clients that follow it (go-redis) or read that entry
-		// (redis-py reads the first Sentinel's; with it, the last leads)
-		// would keep going back to the old master until then.
+		// clients follow, never the first: the Sentinel that leads a
+		// failover announces the switch and names the new master in
+		// SENTINEL MASTERS only at the failover's end, about a second
+		// after the others have switched, and the clients that follow it
+		// (go-redis) or read that entry (redis-py reads the first
+		// Sentinel's) would keep going back to the old master until then.
 		return f.failMasterOnly(ctx, t, ft, mark, old, failManual)
 	}
 	if err := f.toxics.Start(ctx, t, rng, quiet{}); err != nil {
