@@ -219,7 +219,7 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op, hold ti
 func Release(ctx context.Context, p *Process, lease *locks.Lease) error {
 	r := p.r
 	inv := p.Invoke(history.Event{Op: history.Release, Key: lease.Key, Lease: lease.Token})
-	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+	p.observeReleasing(lease)
 	defer p.observeReleased(lease)
 	r.unhold(lease.Key, lease.Token)
 	rctx, cancel := context.WithTimeout(ctx, ReleaseBound(r.cfg.TTL))

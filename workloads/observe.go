@@ -34,8 +34,13 @@ func (p *Process) observeAcquired(key string, lease *locks.Lease, hold time.Dura
 	p.observe(e)
 }
 
-// observeReleased reports that p's release of lease returned: from then
-// on the faults count its key free.
+// observeReleasing reports that p is about to send the release of lease;
+// observeReleased, that it returned: from then on the faults count its key
+// free.
+func (p *Process) observeReleasing(lease *locks.Lease) {
+	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+}
+
 func (p *Process) observeReleased(lease *locks.Lease) {
 	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Released, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
-	"github.com/locktorture/locktorture/nemesis"
 )
 
 // ReentrantOptions shape the reentrant workload.
@@ -130,7 +129,7 @@ func countedRelease(ctx context.Context, p *Process, lease *locks.Lease, op hist
 	if op == history.Release {
 		// Only the outermost release lets the key go: the step the faults
 		// that aim at releases wait for.
-		p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+		p.observeReleasing(lease)
 		defer p.observeReleased(lease)
 		r.unhold(lease.Key, lease.Token)
 	}
