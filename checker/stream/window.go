@@ -34,8 +34,8 @@ import (
 
 // DefaultMaxEvents is the default Options.MaxEvents. What the stream
 // holds, and every judge's working set, grows with a window's events, not
-// its length in time: at this many a full-speed window with the judges'
-// work over it stays under about 100 MB live, whatever the TTL, and a live
+// its length in time: at this many a full-speed window is bounded whatever
+// the TTL (what the judges carry across windows is theirs to bound), and a live
 // run reports an anomaly within a second or so of the window it fell in
 // (--stop-on-anomaly, the status line). Twice as many would save a
 // saved history's check about a fifth of its CPU (fewer edges re-checked)
