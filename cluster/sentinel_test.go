@@ -265,9 +265,7 @@ func checkFailover(t *testing.T, s *cluster.SentinelTopology, c redis.UniversalC
 		t.Fatal(err)
 	}
 	t.Logf("failover from %s to %s took %v", old.Name, nm.Name, time.Since(start))
-	if got := switches.all(); len(got) != 1 || got[0].Op != history.MasterSwitch || got[0].Target != nm.Name {
-		t.Errorf("observed %v, want one master-switch to %s", got, nm.Name)
-	}
+	checkSwitches(t, switches.all(), old, nm)
 	if err := c.Set(ctx, "after", "1", 0).Err(); err != nil {
 		t.Fatalf("client did not follow the failover: %v", err)
 	}
@@ -275,6 +273,27 @@ func checkFailover(t *testing.T, s *cluster.SentinelTopology, c redis.UniversalC
 		t.Error("the client's write did not land on the new master")
 	}
 	return nm
+}
+
+// checkSwitches checks that the switches observed lead to nm, each to a
+// new master and none back to old. One failover is the rule; on a loaded
+// machine Sentinel may fail the promoted replica over again before the
+// wait ends (CI saw redis1 to redis3, then redis2, 2 s apart), which is
+// Sentinel's to do and which the history must show as two switches.
+func checkSwitches(t *testing.T, got []history.Event, old, nm *cluster.Node) {
+	t.Helper()
+	if len(got) == 0 || got[len(got)-1].Target != nm.Name {
+		t.Errorf("observed %v, want master-switches ending at %s", got, nm.Name)
+		return
+	}
+	prev := old.Name
+	for _, e := range got {
+		if e.Op != history.MasterSwitch || e.Target == prev || e.Target == old.Name {
+			t.Errorf("observed %v, want each a master-switch to a new master other than %s", got, old.Name)
+			return
+		}
+		prev = e.Target
+	}
 }
 
 // checkRejoin restarts the old master and checks that it rejoins as a
