@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/locktorture/locktorture/history"
@@ -87,7 +89,7 @@ func staleAnomaly(key string, w, top *history.Operation) Anomaly {
 // pending tasks at once.
 func DuplicateWork(opts ...Option) Checker {
 	return newCarryingChecker("duplicate-work", opts, func() carrier {
-		return &dupJudge{tasks: map[string]*roaring64.Bitmap{}, first: map[task]enqueuer{}}
+		return &dupJudge{keys: map[string]*dupKey{}}
 	})
 }
 
@@ -96,28 +98,30 @@ type task struct {
 	id  int64
 }
 
-// dupJudge carries, per key, the set of tasks queued (compressed: a key's
-// task ids are mostly consecutive), and for a while who queued each first,
-// to name both when one comes again.
-type dupJudge struct {
-	tasks map[string]*roaring64.Bitmap
-	// first has the first enqueue of the tasks queued lately, listed in
-	// order in recent: a duplicate comes from a scheduler that pulled the
-	// task before that first enqueue, inside one hold, so it is seldom
-	// much later.
-	first  map[task]enqueuer
-	recent []task
+// dupJudge carries, per key, the tasks queued and, for a while, who
+// queued each first, to name both when one comes again.
+type dupJudge struct{ keys map[string]*dupKey }
+
+// dupKey is one key's tasks. A key's task ids are handed out in order, so
+// the set compresses to a few runs and the recent first enqueues, kept in
+// id order, are mostly appended: a full-speed run queues some 10^5 tasks
+// in the recall, at 24 bytes each.
+type dupKey struct {
+	tasks  *roaring64.Bitmap
+	recent []firstEnqueue // sorted by id
 }
 
-// enqueuer is who queued a task first and when it returned: all a
-// duplicate's anomaly names of it, kept small because a full-speed run
-// queues some 10^5 tasks in the recall.
-type enqueuer struct {
+// firstEnqueue is a task's first ok enqueue: all a duplicate's anomaly
+// names of it.
+type firstEnqueue struct {
+	id              int64
 	client, process int32
 	ret             int64
 }
 
-// recall is how long, in TTLs, the judge keeps who queued a task first.
+// recall is how long, in TTLs, the judge keeps who queued a task first: a
+// duplicate comes from a scheduler that pulled the task before that first
+// enqueue, inside one hold, so it is seldom much later.
 const recall = 10
 
 func (d *dupJudge) judge(c *collector, w *Window) {
@@ -129,25 +133,25 @@ func (d *dupJudge) judge(c *collector, w *Window) {
 		}
 		enqueued++
 		t := task{o.Key, *o.Value}
-		set := d.tasks[t.key]
-		if set == nil {
-			set = roaring64.New()
-			d.tasks[t.key] = set
+		k := d.keys[t.key]
+		if k == nil {
+			k = &dupKey{tasks: roaring64.New()}
+			d.keys[t.key] = k
 		}
-		if set.CheckedAdd(uint64(t.id)) {
+		if k.tasks.CheckedAdd(uint64(t.id)) {
 			fresh++
-			d.first[t] = enqueuer{int32(o.Client), int32(o.Process), o.Return}
-			d.recent = append(d.recent, t)
+			k.remember(firstEnqueue{t.id, int32(o.Client), int32(o.Process), o.Return})
 			continue
 		}
 		dups++
-		first, ok := d.first[t]
+		first, ok := k.first(t.id)
 		c.add(dupAnomaly(t, first, ok, o))
 	}
-	d.forget(w.Later - recall*runTTL(w.Run))
-	if fresh > 0 {
-		for _, set := range d.tasks {
-			set.RunOptimize()
+	horizon := w.Later - recall*runTTL(w.Run)
+	for _, k := range d.keys {
+		k.forget(horizon)
+		if fresh > 0 {
+			k.tasks.RunOptimize()
 		}
 	}
 	c.stat("enqueued", enqueued)
@@ -155,17 +159,40 @@ func (d *dupJudge) judge(c *collector, w *Window) {
 	c.stat("duplicates", dups)
 }
 
-// forget drops who queued first the tasks first queued before t.
-func (d *dupJudge) forget(t int64) {
-	n := 0
-	for n < len(d.recent) && d.first[d.recent[n]].ret < t {
-		delete(d.first, d.recent[n])
-		n++
+func (k *dupKey) remember(f firstEnqueue) {
+	if n := len(k.recent); n == 0 || k.recent[n-1].id < f.id {
+		k.recent = append(k.recent, f)
+		return
 	}
-	d.recent = append(d.recent[:0], d.recent[n:]...)
+	i, _ := slices.BinarySearchFunc(k.recent, f.id, byID)
+	k.recent = slices.Insert(k.recent, i, f)
 }
 
-func dupAnomaly(t task, a enqueuer, known bool, o *history.Operation) Anomaly {
+func (k *dupKey) first(id int64) (firstEnqueue, bool) {
+	i, ok := slices.BinarySearchFunc(k.recent, id, byID)
+	if !ok {
+		return firstEnqueue{}, false
+	}
+	return k.recent[i], true
+}
+
+func byID(f firstEnqueue, id int64) int { return cmp.Compare(f.id, id) }
+
+// forget drops the first enqueues that returned before t, from the oldest
+// task on: ids are handed out in order, so the oldest tasks were mostly
+// queued first, and one queued late holds the younger ones back for no
+// longer than its own recall.
+func (k *dupKey) forget(t int64) {
+	n := 0
+	for n < len(k.recent) && k.recent[n].ret < t {
+		n++
+	}
+	if n > 0 {
+		k.recent = append(k.recent[:0], k.recent[n:]...)
+	}
+}
+
+func dupAnomaly(t task, a firstEnqueue, known bool, o *history.Operation) Anomaly {
 	an := Anomaly{
 		Kind: KindDuplicateWork, Clients: []int{o.Client}, Processes: []int{o.Process}, Keys: []string{t.key},
 		StartNS: o.Call, EndNS: o.Return,

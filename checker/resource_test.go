@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/locktorture/locktorture/checker/internal/histgen"
@@ -95,10 +96,18 @@ func TestDuplicateWork(t *testing.T) {
 		enq(1, 2, 4), enq(1, 3, 5),
 		enq(1, 4, 6),
 		histgen.Op{Client: 2, Proc: 3, Op: history.Enqueue, Key: "lock:1", Value: histgen.I64(1), Call: 7, Ret: 8}, // other table
+		// Task 9 is queued before task 7, whose first enqueue is still
+		// the one a duplicate names.
+		enq(3, 9, 9), enq(4, 7, 10), enq(2, 7, 11),
 	)
-	res := expectKinds(t, DuplicateWork(), h, map[Kind]int{KindDuplicateWork: 2})
-	if res.Stats["tasks"] != 5 || res.Stats["enqueued"] != 7 {
+	res := expectKinds(t, DuplicateWork(), h, map[Kind]int{KindDuplicateWork: 3})
+	if res.Stats["tasks"] != 7 || res.Stats["enqueued"] != 10 {
 		t.Errorf("stats %v", res.Stats)
+	}
+	for i, want := range []string{"task 2 of lock:0 was enqueued by client 0", "task 3 of lock:0 was enqueued by client 0", "task 7 of lock:0 was enqueued by client 4"} {
+		if i >= len(res.Anomalies) || !strings.HasPrefix(res.Anomalies[i].Detail, want) {
+			t.Errorf("anomaly %d does not start %q: %+v", i, want, res.Anomalies)
+		}
 	}
 }
 

@@ -2,33 +2,43 @@ package workloads
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/locktorture/locktorture/history"
 )
 
-// Task statuses of the task table (seed 000's 1-待处理 and 2-已入列).
-const (
-	taskPending = 1
-	taskQueued  = 2
-)
-
 // TaskTable is the batch workload's task table and queue (seed 000's 场景):
-// per table key, tasks that users submitted, each pending until a scheduler
-// marks it queued and puts it on the queue. It is kept in the harness and is
-// never faulted: whatever goes wrong with it went wrong in the lock.
+// per table key, tasks that users submitted, each pending (1-待处理) until a
+// scheduler marks it queued (2-已入列) and puts it on the queue. It is kept
+// in the harness and is never faulted: whatever goes wrong with it went
+// wrong in the lock. It holds only what is still pending, so that a run of
+// millions of tasks keeps a few per key.
 type TaskTable struct {
-	mu     sync.Mutex
-	status map[string]map[int64]int
-	order  map[string][]int64 // pending tasks, oldest first
-	next   map[string]int64
-	queued map[string]int64 // queue length per key
+	mu   sync.Mutex
+	keys map[string]*taskKey
+}
+
+// taskKey is one table key's tasks: ids are handed out in order, so the
+// pending ones stay sorted.
+type taskKey struct {
+	pending []int64 // oldest first
+	next    int64   // the last id handed out
+	queued  int64   // queue length
 }
 
 // NewTaskTable returns an empty table.
 func NewTaskTable() *TaskTable {
-	return &TaskTable{status: map[string]map[int64]int{}, order: map[string][]int64{},
-		next: map[string]int64{}, queued: map[string]int64{}}
+	return &TaskTable{keys: map[string]*taskKey{}}
+}
+
+func (t *TaskTable) key(key string) *taskKey {
+	k := t.keys[key]
+	if k == nil {
+		k = &taskKey{}
+		t.keys[key] = k
+	}
+	return k
 }
 
 // Pending is the scheduler's query: up to n pending tasks of key, oldest
@@ -37,21 +47,12 @@ func NewTaskTable() *TaskTable {
 func (t *TaskTable) Pending(key string, n int) []int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := inner(t.status, key)
-	var pending []int64
-	for _, id := range t.order[key] {
-		if st[id] == taskPending {
-			pending = append(pending, id)
-		}
+	k := t.key(key)
+	for len(k.pending) < n {
+		k.next++
+		k.pending = append(k.pending, k.next)
 	}
-	for len(pending) < n {
-		t.next[key]++
-		id := t.next[key]
-		st[id] = taskPending
-		pending = append(pending, id)
-	}
-	t.order[key] = pending
-	return append([]int64(nil), pending[:n]...)
+	return append([]int64(nil), k.pending[:n]...)
 }
 
 // Enqueue marks task id queued and then puts it on the queue, in the
@@ -62,11 +63,12 @@ func (t *TaskTable) Pending(key string, n int) []int64 {
 func (t *TaskTable) Enqueue(key string, id int64) (pos int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if st := t.status[key]; st != nil {
-		st[id] = taskQueued
+	k := t.key(key)
+	if i, ok := slices.BinarySearch(k.pending, id); ok {
+		k.pending = slices.Delete(k.pending, i, i+1)
 	}
-	t.queued[key]++
-	return t.queued[key]
+	k.queued++
+	return k.queued
 }
 
 // BatchOptions shape the batch workload.
