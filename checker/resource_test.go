@@ -111,6 +111,39 @@ func TestDuplicateWork(t *testing.T) {
 	}
 }
 
+// TestDuplicateWorkRecall: across windows, who queued a task first is kept
+// for recall TTLs and then forgotten, so a long run keeps a bounded list; a
+// duplicate after that still counts, saying how late it came.
+func TestDuplicateWorkRecall(t *testing.T) {
+	const ttl = 100 // ms
+	run := &history.RunInfo{TTLMillis: ttl}
+	enq := func(client int, task int64, ret int64) history.Operation {
+		return history.Operation{Client: client, Process: client + 1, Op: history.Enqueue, Key: "lock:0",
+			Value: histgen.I64(task), Call: ret - 1, Return: ret, Status: history.OK}
+	}
+	ms := func(v int64) int64 { return v * 1e6 }
+	j := DuplicateWork().(Windowed).Start()
+	judge := func(later int64, ops ...history.Operation) Result {
+		return j.Judge(context.Background(), &Window{Run: run, Ops: ops, Later: later})
+	}
+	judge(ms(10), enq(0, 1, ms(1)), enq(0, 2, ms(2)))
+	// Within the recall: the duplicate names the first enqueuer.
+	r := judge(ms(500), enq(1, 1, ms(400)))
+	if len(r.Anomalies) != 1 || !strings.HasPrefix(r.Anomalies[0].Detail, "task 1 of lock:0 was enqueued by client 0") {
+		t.Fatalf("duplicate within the recall: %+v", r.Anomalies)
+	}
+	// Past it: once a window ends recall TTLs after task 2's first
+	// enqueue, that is forgotten, and a later duplicate is counted alone.
+	judge(ms(recall*ttl + 100))
+	if k := j.(carryJudge).c.(*dupJudge).keys["lock:0"]; len(k.recent) != 0 {
+		t.Errorf("after the recall the judge still keeps %d first enqueues", len(k.recent))
+	}
+	r = judge(ms(recall*ttl+300), enq(2, 2, ms(recall*ttl+200)))
+	if len(r.Anomalies) != 1 || !strings.Contains(r.Anomalies[0].Detail, fmt.Sprintf("over %d TTLs after its first enqueue", recall)) {
+		t.Fatalf("duplicate past the recall: %+v", r.Anomalies)
+	}
+}
+
 func TestOversell(t *testing.T) {
 	const sale = "sale:lock:0:1:stock"
 	buy := func(client int, user int64, at float64, st history.Type) histgen.Op {
