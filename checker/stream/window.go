@@ -148,32 +148,43 @@ func (s *Stream) ready(t, reach int64) bool {
 }
 
 // horizon returns, for the window just checked, how far back the next one
-// must keep each key's history (leases that may still be alive aside): Back
-// for a key no hold reached after the own part, since a stretch without one
-// may go on and the next window must see it from its start; one TTL for the
-// others, since a client waiting then may bridge into the next own part,
-// and an order that proves a key not linearizable may need the operations
-// of a lease's lifetime before it.
+// must keep each key's history beyond what the lease rules keep anyway:
+// Back for a key no hold reached after the own part, since a stretch
+// without one may go on and the next window must see it from its start;
+// nothing before the cut for the others. What a later window can need of
+// such a key's past is kept by rules of their own: the operations of every
+// lease that is held or may still be alive, with what ended its hold
+// (prune), the operations not completed yet, and for an acquire a later
+// window judges, the history back to its call less the spurious threshold
+// (judgedLater). The rest was judged here: a stuck stretch ended at the
+// hold after the cut, and a lease surely over cannot make a later
+// operation legal or illegal. (One more TTL of every busy key was once
+// kept as a margin: at full speed that was twice the own part, and each
+// lock event was judged three times.)
 func (s *Stream) horizon(c *cut, final bool) func(key string) int64 {
 	_, _, back := s.sizes()
 	if final {
 		return func(string) int64 { return math.MaxInt64 }
 	}
-	short := min(back, s.ttl())
 	return func(key string) int64 {
 		if at, ok := c.waiting[key]; ok && at == 0 {
 			return c.ownTo - back
 		}
-		return c.ownTo - short
+		return c.ownTo
 	}
 }
 
 // judgedLater extends from to the calls of the acquires that a later window
-// judges (a failed acquire is judged where it returns, see
-// checker.Window.Own): that window must see every lease that may have been
-// alive while they tried, and a spurious threshold before (the free
-// stretch an attempt saw is weighed whole, and may have begun before the
-// call), so their keys keep their history back that far.
+// may judge spurious (a failed acquire is judged where it returns, see
+// checker.Window.Own): those not completed yet and those that completed
+// after the own part other than ok. That window must see every lease that
+// may have been alive while they tried, and a spurious threshold before
+// (the free stretch an attempt saw is weighed whole, and may have begun
+// before the call), so their keys keep their history back that far. An
+// acquire that was granted is judged only on the holds it overlaps, and
+// the leases it may overlap are kept by the lease rules: at full speed,
+// where every acquire of a busy key is granted, a quarter TTL of history
+// for each of them would be most of what a window holds.
 func (s *Stream) judgedLater(ownTo int64, from func(string) int64) func(string) int64 {
 	early := map[string]int64{}
 	ttl := int64(s.mo.Liveness.TTL)
@@ -194,7 +205,7 @@ func (s *Stream) judgedLater(ownTo int64, from func(string) int64) func(string) 
 	}
 	i := sort.Search(len(s.buf), func(i int) bool { return s.buf[i].Time >= ownTo })
 	for _, e := range s.buf[i:] {
-		if e.Type.IsCompletion() && (e.Op == history.Acquire || e.Op == history.NestedAcquire) {
+		if e.Type.IsCompletion() && e.Type != history.OK && (e.Op == history.Acquire || e.Op == history.NestedAcquire) {
 			if o := s.ops[e.ID]; o != nil {
 				note(e.Key, o.call)
 			}
