@@ -7,14 +7,21 @@
 // still needs. The lease bounds that: every rule of the lock checkers looks
 // at most a few TTLs back (a stuck lock is StuckFactor TTLs without an
 // acquire; a lease lives one TTL past its last renewal), so each window is
-// checked together with Reach of history before and after its own part,
-// and keeps only the anomalies that start inside its own part. What a
-// lease does not bound is carried across windows instead of dropped:
+// checked together with the history after its own part that its anomalies
+// reach, and keeps only the anomalies that start inside its own part.
+// Before its own part a window sees what may still matter there, not a
+// stretch of time: on a key that a hold reached after the last cut,
+// nothing but what is carried (below); on a key nobody could take, Back of
+// its history, since a stuck stretch may go on. What is carried across
+// windows:
 //
 //   - a lease whose hold is still open (a paused client, a lease without
 //     TTL) or that may still be alive, with all its operations, and the
 //     operation or crash that ended its hold;
 //   - operations not yet completed, and every fault and master switch;
+//   - for an acquire a later window may judge spurious (one still waiting,
+//     or one that failed after the cut), its key's history from a
+//     spurious threshold before its call;
 //   - what each checker's own Judge carries: the guarded counter's last
 //     value per key (lost-update), the highest fencing token handed out
 //     (fence-regression), the tasks queued (duplicate-work), each sale's
