@@ -283,3 +283,38 @@ func TestStreamKeepsNoTTLOfFinishedHolds(t *testing.T) {
 		t.Fatalf("a window of 200 own events held %d operations (the history has %d)", s.maxOps, len(h.Events)/2)
 	}
 }
+
+// A failed acquire on a busy key is judged where it returns, in a window
+// that no longer holds the key's finished holds: one that tried while the
+// last hold was on is no spurious failure, one that tried on the freed key
+// is, in windows of every size as in the whole-history check.
+func TestStreamKeepsWhatAFailedAcquireSaw(t *testing.T) {
+	for _, free := range []float64{-15, 1, 5, 10, 50} {
+		b := histgen.NewBuilder(t, 100)
+		at := 1.0
+		for i := range 2000 {
+			c := i % 4
+			lease := fmt.Sprint("l", i)
+			b.Acquire(c, c, lease, at, at+0.01)
+			b.Release(c, c, lease, at+0.02, at+0.03, true)
+			at += 0.04
+		}
+		b.Acquire(0, 0, "last", at, at+0.01)
+		b.Release(0, 0, "last", at+20, at+20.01, true)
+		call := at + 20 + free
+		b.AcquireFail(5, 5, call, call+10).Tried([2]float64{call, call + 1}, [2]float64{call + 9, call + 10})
+		b.Acquire(6, 6, "z", at+80, at+81)
+		b.Release(6, 6, "z", at+82, at+83, true)
+		h := b.Build()
+		want := checker.Compose(mustSelect(t)...).Report(context.Background(), h)
+		if spurious := tally(want)["spurious-failure/"] > 0; spurious != (free > 0) {
+			t.Fatalf("attempt %v ms after the release: the whole check says %v", free, tally(want))
+		}
+		for _, max := range []int{40, 200} {
+			got, _ := streamReportMax(t, h, Options{MaxEvents: max})
+			if !sameTally(tally(got), tally(want)) {
+				t.Fatalf("attempt %v ms after the release, windows of %d events: stream %v, whole %v", free, max, tally(got), tally(want))
+			}
+		}
+	}
+}
