@@ -8,7 +8,7 @@ import (
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/locks"
-	"github.com/locktorture/locktorture/locks/libs"
+	"github.com/locktorture/locktorture/locks/program"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/settings"
 	"github.com/locktorture/locktorture/workloads"
@@ -150,16 +150,29 @@ type Registries struct {
 
 // Builtin returns registries holding every built-in lock, fault, topology,
 // workload and checker. Each is a fresh copy: registering in it changes no
-// other run.
+// other run. The locks are the algorithms of package locks and the in-tree
+// lock programs (redis-py, node-redis, the reference client); no
+// third-party Go library is among them, so that a module built on this one
+// may pin whichever version of a library it ships (the adapters of module
+// locks/libs register with libs.Register, as the torture command does).
 func Builtin() Registries {
-	return Registries{Locks: libs.Builtin(), Faults: nemesis.Builtin(), Topologies: cluster.Builtin(),
+	return Registries{Locks: builtinLocks(), Faults: nemesis.Builtin(), Topologies: cluster.Builtin(),
 		Workloads: workloads.Builtin(), Checkers: checker.Builtin()}
+}
+
+// builtinLocks is package locks' registry with the in-tree lock programs.
+func builtinLocks() *locks.Registry {
+	r := locks.Builtin()
+	if err := program.Register(r); err != nil {
+		panic(err) // a name clash between two built-ins is a programming error
+	}
+	return r
 }
 
 // Fill gives every registry left nil its built-in entries.
 func (r *Registries) Fill() {
 	if r.Locks == nil {
-		r.Locks = libs.Builtin()
+		r.Locks = builtinLocks()
 	}
 	if r.Faults == nil {
 		r.Faults = nemesis.Builtin()

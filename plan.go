@@ -203,6 +203,9 @@ func (o Options) resolve() (*plan, error) {
 	if p.topology, err = o.Registries.Topologies.Get(o.Topology); err != nil {
 		return nil, &UsageError{err}
 	}
+	if err := p.lock.Serves(p.topology.Name); err != nil {
+		return nil, &UsageError{err}
+	}
 	if p.faults, err = o.Registries.Faults.Lookup(o.Faults); err != nil {
 		return nil, &UsageError{err}
 	}

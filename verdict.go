@@ -56,8 +56,16 @@ func faultNotes(fs *FaultStats, d time.Duration) []string {
 		case c.TookEffect > 0:
 		case c.Started == 0:
 			out = append(out, fmt.Sprintf("fault %s was never started: its first window did not come within the run's %v (a longer --duration or a shorter --nemesis-interval)", n, d))
+		case c.Unfinished > 0 && c.GaveUp+c.Failed == 0:
+			out = append(out, fmt.Sprintf("fault %s was started and had not taken effect when the run ended (%v): it %s", n, d, c.WaitedFor))
 		default:
-			out = append(out, fmt.Sprintf("fault %s was started %d times and never took effect: %d gave up, finding no target in time, %d failed (see the run's messages)", n, c.Started, c.GaveUp, c.Failed))
+			msg := fmt.Sprintf("fault %s was started %d times and never took effect: %d gave up, finding no target in time, %d failed", n, c.Started, c.GaveUp, c.Failed)
+			if c.WaitedFor != "" {
+				msg += "; the last: " + c.WaitedFor
+			} else {
+				msg += " (see the run's messages)"
+			}
+			out = append(out, msg)
 		}
 	}
 	return out

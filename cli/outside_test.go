@@ -78,3 +78,47 @@ func TestOutsideModule(t *testing.T) {
 		t.Errorf("built-in torture on the outside spec: exit %d, %q", code, stderr.String())
 	}
 }
+
+// TestPinnedModule builds examples/pinned, a team's own torture over
+// go-redsync/redsync v4.0.3, older than the version the torture command's
+// adapters require: the core pins no lock library, so the binary holds
+// v4.0.3 itself, and a run shows that version's own bug (its Unlock
+// reports a key it does not hold as deleted: a foreign release).
+func TestPinnedModule(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "torture-pinned")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = "../examples/pinned"
+	// Outside the checkout's workspace, as a team's own module is: the
+	// workspace would raise the pin to the adapters' version.
+	build.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the pinned module: %v\n%s", err, out)
+	}
+	mods, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mods), "github.com/go-redsync/redsync/v4\tv4.0.3") {
+		t.Fatalf("the binary does not hold redsync v4.0.3:\n%s", mods)
+	}
+
+	run := exec.Command(bin, "run", "--lock", "redsync-v4.0.3", "--clients", "4", "--ttl", "300ms", "--hold", "5ms..30ms",
+		"--overrun", "0.2", "--duration", "3s", "--seed", "1", "--quiet", "--out", dir, "--run-id", "pinned", "--expect", "invalid")
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("run the pinned lock: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pinned", "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Counts map[string]int `json:"counts"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Counts["foreign-release"] == 0 {
+		t.Errorf("v4.0.3's Unlock reported no key it did not hold as deleted: counts %v", sum.Counts)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,12 +21,21 @@ func TestLockProgramErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--lock", "exec:sh ../locks/program/testdata/not-json.sh"}, []string{"client ", `"granted!"`, "not a JSON object", "expected"}},
+		// node-redis 4.5.1 has no Sentinel client: its entry says what it
+		// serves, and the run is refused before any server starts.
+		{[]string{"--lock", "node-redis", "--topology", "sentinel"}, []string{"lock node-redis", "topology sentinel", "it serves single, redlock"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			args := append([]string{"run", "--duration", "2s", "--ttl", "300ms", "--out", t.TempDir()}, tc.args...)
+			dir := t.TempDir()
+			args := append([]string{"run", "--duration", "2s", "--ttl", "300ms", "--out", dir}, tc.args...)
 			var out, errb bytes.Buffer
 			if code := run(args, &out, &errb); code != exitUsage {
 				t.Fatalf("exit %d, want %d\n%s%s", code, exitUsage, out.String(), errb.String())
+			}
+			if strings.Contains(strings.Join(tc.args, " "), "node-redis") {
+				if runs, _ := os.ReadDir(dir); len(runs) > 0 {
+					t.Errorf("a refused run wrote %s", runs[0].Name())
+				}
 			}
 			msg := strings.TrimRight(errb.String(), "\n")
 			if strings.Contains(msg, "\n") {

@@ -38,12 +38,17 @@ func FindCheckout(ctx context.Context, self, dir string) *Checkout {
 	if err != nil || gomod == "" || gomod == os.DevNull {
 		return nil
 	}
-	cmd = exec.CommandContext(ctx, "go", "list", "-m")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != info.Main.Path {
+	// The main package's module is the one around dir, or one of its
+	// workspace's (the torture command is a module of its own beside the
+	// core, in the checkout's go.work).
+	cmd = exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", info.Main.Path)
+	cmd.Dir = dir
+	out, err = cmd.Output()
+	modDir := strings.TrimSpace(string(out))
+	if err != nil || modDir == "" {
 		return nil
 	}
-	c := &Checkout{Dir: filepath.Dir(gomod), Package: info.Path}
+	c := &Checkout{Dir: modDir, Package: info.Path}
 	if _, err := c.git(ctx, "rev-parse", "HEAD"); err != nil {
 		return nil
 	}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,6 +84,11 @@ type Lease struct {
 	// promises exclusivity (TTL minus the time the acquire took, for locks
 	// that measure it); 0 when the lock makes no such promise.
 	Validity time.Duration
+	// Stored is the key the lock wrote in Redis for this lease when it is
+	// not Key: a library that names its own keys (a namespace before the
+	// name it is given, a suffix after it) says so here, or for every
+	// lease at once as a KeyNamer. Empty: Key itself.
+	Stored string
 	// Handle is the lock's own state for this lease, set by Acquire and read
 	// back by Release: a third-party library's lock object (a redsync
 	// mutex, a redislock lock, rueidislock's cancel function) rides here so
@@ -89,6 +96,36 @@ type Lease struct {
 	Handle any
 
 	stop func() // stops background renewal; nil when there is none
+}
+
+// StoredKey is the key the lease holds in Redis: Stored, else Key.
+func (l *Lease) StoredKey() string {
+	if l.Stored != "" {
+		return l.Stored
+	}
+	return l.Key
+}
+
+// KeyNamer is a Lock that writes another key than the one it is asked to
+// take, as most real libraries do: django-redis puts Django's ":1:" before
+// the name, a library its own namespace. The faults that read a lease on
+// the servers (an aimed failover, the node that holds a live lease, the
+// slot a cluster fault strikes) look for the key it names; without it
+// they wait all run for a key nobody writes, and the run is untested.
+type KeyNamer interface {
+	// StoredKey is the key the lock writes in Redis to take key.
+	StoredKey(key string) string
+}
+
+// StoredKey is the key lk writes in Redis to take key: what it says as a
+// KeyNamer, else key itself.
+func StoredKey(lk Lock, key string) string {
+	if n, ok := lk.(KeyNamer); ok {
+		if k := n.StoredKey(key); k != "" {
+			return k
+		}
+	}
+	return key
 }
 
 // StopRenewal stops a background renewal of the lease, if any. Release calls
@@ -313,6 +350,11 @@ type Entry struct {
 	// Settings are the knobs this lock reads beyond the run's own (from
 	// Config.Settings): each is a flag of torture run and a spec key.
 	Settings []settings.Setting
+	// Topologies are the topologies the lock can serve (single, redlock,
+	// sentinel, cluster); empty: every one. A run on another is refused
+	// before any server starts, naming those it serves: a library with no
+	// Sentinel client, or one that dials the masters' addresses itself.
+	Topologies []string
 	// Probe, when set, checks once before the clients start that the lock
 	// can run with cfg (a lock program starts, speaks the protocol and
 	// stops) and returns the name and version it gives itself, which the
@@ -335,6 +377,15 @@ func (e Entry) Check() error {
 		return fmt.Errorf("negative node count %d", e.Nodes)
 	}
 	return nil
+}
+
+// Serves reports, as an error worded for the user, that the lock cannot
+// run on topology (see Topologies).
+func (e Entry) Serves(topology string) error {
+	if len(e.Topologies) == 0 || slices.Contains(e.Topologies, topology) {
+		return nil
+	}
+	return fmt.Errorf("lock %s does not serve topology %s: it serves %s", e.Name, topology, strings.Join(e.Topologies, ", "))
 }
 
 // Masters is how many independent masters the lock needs (at least 1).

@@ -67,13 +67,16 @@ func liveLease(ctx context.Context, t *Target, rng *rand.Rand, nodes []*cluster.
 	want func(e ProtocolEvent, holders []*cluster.Node) bool) (ProtocolEvent, []*cluster.Node, error) {
 	deadline := time.Now().Add(t.patience())
 	f := Filter{Kind: Acquired, Client: rng.Intn(t.Clients.Count()), Skip: aimSkip(rng)}
+	var missed leaseMisses
+	const what = "a live lease held on a node as the fault needs"
 	if held {
 		for _, e := range t.Protocol.Held() {
 			if e.Expires.IsZero() || time.Now().Before(e.Expires) {
-				if h := leaseHolders(ctx, nodes, e.Key, e.Lease); len(h) > 0 && want(e, h) {
+				if h := leaseHolders(ctx, nodes, e.StoredKey(), e.Lease); len(h) > 0 && want(e, h) {
 					e.Planned = -1 // found, not waited for
 					return e, h, nil
 				}
+				missed.add(e)
 			}
 		}
 	}
@@ -81,16 +84,17 @@ func liveLease(ctx context.Context, t *Target, rng *rand.Rand, nodes []*cluster.
 		p := *t
 		p.Patience = time.Until(deadline)
 		if p.Patience <= 0 {
-			return ProtocolEvent{}, nil, fmt.Errorf("%w: no lease held as needed within %v", ErrNoTarget, t.patience())
+			return ProtocolEvent{}, nil, missed.wrap(fmt.Errorf("%w: no lease held as needed within %v", ErrNoTarget, t.patience()), what)
 		}
 		e, err := p.next(ctx, f)
 		if err != nil {
-			return e, nil, err
+			return e, nil, missed.wrap(err, what)
 		}
 		if e.Lease != "" && (e.Expires.IsZero() || time.Now().Before(e.Expires)) {
-			if h := leaseHolders(ctx, nodes, e.Key, e.Lease); len(h) > 0 && want(e, h) {
+			if h := leaseHolders(ctx, nodes, e.StoredKey(), e.Lease); len(h) > 0 && want(e, h) {
 				return e, h, nil
 			}
+			missed.add(e)
 		}
 		f = Filter{Kind: Acquired, Client: -1}
 	}
@@ -169,7 +173,7 @@ func cutAtFreeAttempt(ctx context.Context, t *Target, cut func(ProtocolEvent) er
 			return e, err
 		case cutErr != nil:
 			return e, cutErr
-		case !copied(e.Key):
+		case !copied(e.StoredKey()):
 			return e, nil
 		}
 		if err := undo(); err != nil {
@@ -180,8 +184,8 @@ func cutAtFreeAttempt(ctx context.Context, t *Target, cut func(ProtocolEvent) er
 
 // cutWhileLacking starts cut (a replication cut) at a free attempt on a
 // key that none of the nodes has (see cutAtFreeAttempt) and returns the
-// key; a lock without "attempt" points is cut at once, and any key will
-// do. On an error the cut is removed.
+// key as the lock writes it in Redis; a lock without "attempt" points is
+// cut at once, and any key will do. On an error the cut is removed.
 func cutWhileLacking(ctx context.Context, t *Target, cut *toxicFault, lacking []*cluster.Node) (string, error) {
 	e, err := cutAtFreeAttempt(ctx, t,
 		func(ProtocolEvent) error { return cut.Start(context.WithoutCancel(ctx), t, nil, quiet{}) },
@@ -193,20 +197,28 @@ func cutWhileLacking(ctx context.Context, t *Target, cut *toxicFault, lacking []
 	case err != nil:
 		return "", errors.Join(err, cut.Heal(context.WithoutCancel(ctx), t))
 	}
-	return e.Key, nil
+	return e.StoredKey(), nil
 }
 
-// leaseWhere finds a live lease on key (any key when it is "") that the
-// nodes hold as want says: one held already, or the next granted (see
+// leaseWhere finds a live lease on key, as written in Redis (any key when
+// it is ""), that the nodes hold as want says: one held already, or the next granted (see
 // nextLeaseWhere).
 func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
 	for _, h := range t.Protocol.Held() {
-		if h.Lease != "" && (key == "" || h.Key == key) && (h.Expires.IsZero() || time.Now().Before(h.Expires)) && want(h) {
+		if h.Lease != "" && (key == "" || h.StoredKey() == key) && (h.Expires.IsZero() || time.Now().Before(h.Expires)) && want(h) {
 			h.Planned = -1 // found, not waited for
 			return h, true, nil
 		}
 	}
 	return nextLeaseWhere(ctx, t, key, want)
+}
+
+// onKey names key in a wait's words: "on KEY", or nothing for any key.
+func onKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	return " on " + key
 }
 
 // nextLeaseWhere waits for the next live lease granted on key (any key
@@ -217,6 +229,7 @@ func leaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEv
 // and it still faces the failover it exists to survive.
 func nextLeaseWhere(ctx context.Context, t *Target, key string, want func(ProtocolEvent) bool) (e ProtocolEvent, found bool, err error) {
 	deadline := time.Now().Add(t.patience())
+	var missed leaseMisses
 	for {
 		p := *t
 		p.Patience = min(time.Until(deadline), 2*lead(t.TTL))
@@ -228,11 +241,12 @@ func nextLeaseWhere(ctx context.Context, t *Target, key string, want func(Protoc
 		case errors.Is(err, ErrNoTarget):
 			return e, false, nil
 		case err != nil:
-			return e, false, err
-		case e.Lease == "" || key != "" && e.Key != key || !e.Expires.IsZero() && !time.Now().Before(e.Expires):
+			return e, false, missed.wrap(err, "a live lease"+onKey(key)+" held on the nodes as the fault needs")
+		case e.Lease == "" || key != "" && e.StoredKey() != key || !e.Expires.IsZero() && !time.Now().Before(e.Expires):
 			continue
 		case want(e):
 			return e, true, nil
 		}
+		missed.add(e)
 	}
 }

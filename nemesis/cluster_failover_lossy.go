@@ -108,14 +108,14 @@ func (f *clusterFailoverLossy) cutAtAttempt(ctx context.Context, t *Target, st c
 		return nil, nil, "", err
 	}
 	_, err = cutAtFreeAttempt(ctx, t, func(e ProtocolEvent) error {
-		sh, err := shardOf(ctx, st, shards, e.Key)
+		sh, err := shardOf(ctx, st, shards, e.StoredKey())
 		if err != nil {
 			return err
 		}
 		if len(sh.Replicas) == 0 {
 			return fmt.Errorf("master %s has no replica to promote", sh.Master.Name)
 		}
-		m, r, key = sh.Master, sh.Replicas[rng.Intn(len(sh.Replicas))], e.Key
+		m, r, key = sh.Master, sh.Replicas[rng.Intn(len(sh.Replicas))], e.StoredKey()
 		f.cut = cutLinks(f.Name(), func() []*cluster.Path { return st.ReplicationPaths(m) })
 		return f.cut.Start(context.WithoutCancel(ctx), t, nil, quiet{})
 	}, func(key string) bool {

@@ -241,8 +241,8 @@ func (f *failover) failMasterOnly(ctx context.Context, t *Target, ft cluster.Fai
 		return fmt.Errorf("cut replication from %s: %w", old.Name, err)
 	}
 	e, found, err := leaseWhere(ctx, t, key, func(e ProtocolEvent) bool {
-		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
-			len(leaseHolders(ctx, replicas, e.Key, "")) == 0
+		return len(leaseHolders(ctx, []*cluster.Node{old}, e.StoredKey(), e.Lease)) == 1 &&
+			len(leaseHolders(ctx, replicas, e.StoredKey(), "")) == 0
 	})
 	leader := ft.LeastFollowed(ctx)
 	sent := time.Now()
@@ -303,8 +303,8 @@ func demoteAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, 
 		if e.Hold > 0 && e.Hold < reach(t.TTL) && time.Now().Before(picky) {
 			return false // released before a waiter could move
 		}
-		return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
-			len(leaseHolders(ctx, []*cluster.Node{m}, e.Key, "")) == 0
+		return len(leaseHolders(ctx, []*cluster.Node{old}, e.StoredKey(), e.Lease)) == 1 &&
+			len(leaseHolders(ctx, []*cluster.Node{m}, e.StoredKey(), "")) == 0
 	})
 	if err != nil || !found {
 		return err

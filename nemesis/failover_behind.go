@@ -116,9 +116,9 @@ func (f *failoverBehind) Start(ctx context.Context, t *Target, rng *rand.Rand, m
 		// A lease the lock counted the replica ahead for: on the
 		// master and that replica, and not on the one behind.
 		e, found, err = leaseWhere(ctx, t, key, func(e ProtocolEvent) bool {
-			return len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1 &&
-				len(leaseHolders(ctx, []*cluster.Node{ahead}, e.Key, e.Lease)) == 1 &&
-				len(leaseHolders(ctx, []*cluster.Node{behind}, e.Key, "")) == 0
+			return len(leaseHolders(ctx, []*cluster.Node{old}, e.StoredKey(), e.Lease)) == 1 &&
+				len(leaseHolders(ctx, []*cluster.Node{ahead}, e.StoredKey(), e.Lease)) == 1 &&
+				len(leaseHolders(ctx, []*cluster.Node{behind}, e.StoredKey(), "")) == 0
 		})
 		if err != nil {
 			return err

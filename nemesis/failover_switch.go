@@ -49,9 +49,9 @@ func switchAtGrant(ctx context.Context, t *Target, ft cluster.FailoverTopology, 
 		if e.Hold > 0 && e.Hold < reach(t.TTL) && time.Now().Before(picky) {
 			return false // released before a waiter could try
 		}
-		exp, held := frozen[e.Key]
+		exp, held := frozen[e.StoredKey()]
 		return (!held || !exp.IsZero() && time.Now().After(exp)) &&
-			len(leaseHolders(ctx, []*cluster.Node{old}, e.Key, e.Lease)) == 1
+			len(leaseHolders(ctx, []*cluster.Node{old}, e.StoredKey(), e.Lease)) == 1
 	})
 	if rerr := resume(); rerr != nil || err != nil {
 		return errors.Join(err, rerr)

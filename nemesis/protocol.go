@@ -48,8 +48,13 @@ type ProtocolEvent struct {
 	// run, from 1: "client 3, its 5th acquire" whatever the timing.
 	N     int
 	Point string
-	Key   string
-	Lease string
+	// Key is the lock key the client asks for, as the history names it;
+	// Stored, when set, the key its lock writes in Redis for it (a
+	// library that names its own keys). What a fault reads on the servers
+	// is StoredKey.
+	Key    string
+	Stored string
+	Lease  string
 	// TTL of the lease; Expires, on Acquired, the latest instant the lease
 	// can still live in Redis (zero: no expiry).
 	TTL     time.Duration
@@ -70,6 +75,15 @@ type ProtocolEvent struct {
 	// starved of the lock); this is the next such step of any client.
 	Other bool
 	late  bool
+}
+
+// StoredKey is the key the event's lease is (or is to be) written under
+// in Redis: Stored, else Key.
+func (e ProtocolEvent) StoredKey() string {
+	if e.Stored != "" {
+		return e.Stored
+	}
+	return e.Key
 }
 
 // Late reports whether the event came after the step the fault aimed at,
@@ -208,7 +222,7 @@ func (w *Watch) Emit(e ProtocolEvent) {
 	case Point:
 		w.points[e.Point] = true
 		if l, ok := w.lease[e.Client]; ok && e.Key == "" {
-			e.Key, e.Lease, e.TTL, e.Expires = l.Key, l.Lease, l.TTL, l.Expires
+			e.Key, e.Stored, e.Lease, e.TTL, e.Expires = l.Key, l.Stored, l.Lease, l.TTL, l.Expires
 		}
 	case Acquiring, Acquired, Releasing:
 		w.lease[e.Client] = e
@@ -439,8 +453,11 @@ func (t *Target) next(ctx context.Context, f Filter) (ProtocolEvent, error) {
 		wctx, cancel := context.WithTimeout(ctx, t.clientPatience(patience))
 		e, err := t.Protocol.Next(wctx, f)
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			return e, err
+		if err != nil && ctx.Err() != nil {
+			return e, &WaitError{For: "a step " + f.what() + " of " + who(f.Client), Err: err}
+		}
+		if err == nil {
+			return e, nil
 		}
 		f.Client, f.Skip, other = -1, 0, true
 	}
@@ -449,6 +466,9 @@ func (t *Target) next(ctx context.Context, f Filter) (ProtocolEvent, error) {
 	e, err := t.Protocol.Next(wctx, f)
 	if err != nil && ctx.Err() == nil {
 		return e, fmt.Errorf("%w: no %s of any client within %v", ErrNoTarget, f.what(), patience)
+	}
+	if err != nil {
+		return e, &WaitError{For: "a step " + f.what() + " of " + who(f.Client), Err: err}
 	}
 	e.Other = other
 	return e, err

@@ -193,9 +193,20 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 			if !m.began {
 				switch {
 				case ctx.Err() != nil:
+					// The run ended while it waited: say for what, since
+					// a fault that never took effect leaves the run
+					// untested.
+					var we *WaitError
+					if errors.As(err, &we) {
+						s.count(f.Name(), func(_ *Stats, c *summary.FaultCount) { c.Unfinished++; c.WaitedFor = waitedFor(we) })
+					}
 					return
 				case errors.Is(err, ErrNoTarget):
-					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.GaveUp++; c.GaveUp++ })
+					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) {
+						st.GaveUp++
+						c.GaveUp++
+						c.WaitedFor = strings.Join(strings.Fields(err.Error()), " ")
+					})
 					logf("nemesis %s: gave up: %v", f.Name(), err)
 				default:
 					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
@@ -227,6 +238,14 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 			return
 		}
 	}
+}
+
+// waitedFor is a WaitError in a note's words: what it waited for, what it
+// saw and what would match, without the run's own end.
+func waitedFor(we *WaitError) string {
+	w := *we
+	w.Err = nil
+	return w.Error()
 }
 
 // noEffect is, on one line, why an injection never took effect, from the

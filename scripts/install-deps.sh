@@ -5,7 +5,8 @@
 # programs; Debian's /usr/bin/python3 must import it, whatever python3 comes
 # first on PATH), and node-redis (the node-redis lock program; the harness
 # puts Debian's module folders on NODE_PATH, so check the same way), from
-# Debian's packages.
+# Debian's packages; python3-django-redis for the django-redis program
+# (a lock that names its own key).
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -13,6 +14,7 @@ command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
+/usr/bin/python3 -c 'import django_redis' >/dev/null 2>&1 || need+=(python3-django-redis)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs node -e "require('redis')" >/dev/null 2>&1 || need+=(node-redis)
 if [ ${#need[@]} -eq 0 ]; then

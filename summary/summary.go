@@ -111,6 +111,13 @@ type FaultCount struct {
 	GaveUp int `json:"gave_up,omitempty"`
 	// Failed: the starts that failed for another reason.
 	Failed int `json:"failed,omitempty"`
+	// Unfinished: the starts the run's end cut short while the fault
+	// still waited for its target.
+	Unfinished int `json:"unfinished,omitempty"`
+	// WaitedFor says, of the last start that found no target (it gave
+	// up, or the run ended first), what it waited for, what came instead
+	// and what would have matched.
+	WaitedFor string `json:"waited_for,omitempty"`
 }
 
 // Write writes s as dir/summary.json, with empty lists written as [] so

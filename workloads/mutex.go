@@ -172,7 +172,7 @@ func acquire(ctx context.Context, p *Process, key string, op history.Op, hold ti
 		// A nested acquire is no step towards the key for the faults: its
 		// process holds it already, and an Acquiring would tell them the
 		// key was free again.
-		p.observe(nemesis.ProtocolEvent{Kind: nemesis.Acquiring, Key: key, TTL: r.cfg.TTL})
+		p.observe(nemesis.ProtocolEvent{Kind: nemesis.Acquiring, Key: key, Stored: locks.StoredKey(p.Lock, key), TTL: r.cfg.TTL})
 	}
 	wctx, w := p.watchWire(ctx)
 	lease, err := p.Lock.Acquire(wctx, key)

@@ -24,10 +24,19 @@ func (p *Process) observe(e nemesis.ProtocolEvent) {
 	fn(e)
 }
 
+// stored is the key lease holds in Redis, as its lock names it: the
+// faults read the lease on the servers under it.
+func (p *Process) stored(lease *locks.Lease) string {
+	if lease.Stored != "" {
+		return lease.Stored
+	}
+	return locks.StoredKey(p.Lock, lease.Key)
+}
+
 // observeAcquired reports an ok acquire of lease, whose holder means to
 // work for hold before it releases (0: unsaid).
 func (p *Process) observeAcquired(key string, lease *locks.Lease, hold time.Duration) {
-	e := nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Lease: lease.Token, TTL: lease.TTL, Hold: hold}
+	e := nemesis.ProtocolEvent{Kind: nemesis.Acquired, Key: key, Stored: p.stored(lease), Lease: lease.Token, TTL: lease.TTL, Hold: hold}
 	if lease.TTL > 0 { // 0: a key that never expires
 		e.Expires = time.Now().Add(lease.TTL)
 	}
@@ -38,9 +47,9 @@ func (p *Process) observeAcquired(key string, lease *locks.Lease, hold time.Dura
 // observeReleased, that it returned: from then on the faults count its key
 // free.
 func (p *Process) observeReleasing(lease *locks.Lease) {
-	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Releasing, Key: lease.Key, Stored: p.stored(lease), Lease: lease.Token, TTL: lease.TTL})
 }
 
 func (p *Process) observeReleased(lease *locks.Lease) {
-	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Released, Key: lease.Key, Lease: lease.Token, TTL: lease.TTL})
+	p.observe(nemesis.ProtocolEvent{Kind: nemesis.Released, Key: lease.Key, Stored: p.stored(lease), Lease: lease.Token, TTL: lease.TTL})
 }

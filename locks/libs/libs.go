@@ -1,8 +1,11 @@
 // Package libs puts third-party Go lock libraries under test: each adapter
 // wraps one library behind locks.Lock, so that the library runs through the
 // same clients, faults and checkers as the built-in algorithms and its
-// verdict can be set beside theirs. It is a package of its own so that the
-// core (package locks) does not depend on the libraries.
+// verdict can be set beside theirs. It is a module of its own so that the
+// core does not depend on the libraries: a team that builds its own torture
+// on the core pins whichever version of a library it ships, and only those
+// who import this module get the versions it requires. The torture command
+// registers these adapters beside the built-ins (Register).
 //
 // Every adapter keeps the library's own behaviour (its token, its retry
 // loop, its release) and configures only what the harness must fix for the
@@ -15,7 +18,6 @@ import (
 	"fmt"
 
 	"github.com/locktorture/locktorture/locks"
-	"github.com/locktorture/locktorture/locks/program"
 )
 
 // Entries are the third-party locks.
@@ -37,18 +39,4 @@ func Register(r *locks.Registry) error {
 		}
 	}
 	return nil
-}
-
-// Builtin returns the registry the CLI and locktorture.Options use by
-// default: the locks of package locks, the third-party Go ones, and the
-// in-tree lock programs (redis-py, the reference client).
-func Builtin() *locks.Registry {
-	r := locks.Builtin()
-	if err := Register(r); err != nil {
-		panic(err) // a name clash with a built-in is a programming error
-	}
-	if err := program.Register(r); err != nil {
-		panic(err)
-	}
-	return r
 }

@@ -76,6 +76,11 @@ func TestThirdPartyLocks(t *testing.T) {
 		{"redislock without overrun holds", plain(short("redislock", 4)), valid},
 		{"rueidislock overrun: its renewal covers long work", overrun("rueidislock", 3), valid},
 		{"rueidislock without overrun holds", plain(short("rueidislock", 4)), valid},
+		{"rueidislock renews unseen through long work: the key stays held", func() locktorture.Options {
+			o := short("rueidislock", 1)
+			o.Clients, o.HoldMin, o.HoldMax = 3, 600*time.Millisecond, 600*time.Millisecond
+			return o
+		}, valid},
 		{"rueidislock client paused: its renewal stops with it", pause("rueidislock", 1),
 			expect{verdict: checker.Invalid, want: []checker.Kind{checker.KindDoubleHolder}, class: checker.ClassLeaseOutlived}},
 		{"redsync-redlock on three masters holds", plain(redlockOptions("redsync-redlock", 1)), valid},
@@ -96,7 +101,7 @@ func TestThirdPartyLocks(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.opts()
-			o.OutDir = t.TempDir()
+			o.OutDir, o.Registries = t.TempDir(), withLibs(t)
 			res, err := locktorture.Run(context.Background(), o)
 			if err != nil {
 				t.Fatalf("run %s: %v", o.Lock, err)
@@ -143,10 +148,21 @@ func (e expect) check(t *testing.T, res *locktorture.Result) {
 	t.Errorf("no double-holder classed %s:%s", e.class, b.String())
 }
 
+// withLibs is the built-in registries with the adapters, as the torture
+// command has them.
+func withLibs(t *testing.T) locktorture.Registries {
+	t.Helper()
+	regs := locktorture.Builtin()
+	if err := libs.Register(regs.Locks); err != nil {
+		t.Fatal(err)
+	}
+	return regs
+}
+
 // TestRegistry: every adapter is registered once beside the built-ins, and
 // a config it cannot work with is refused with an error, not a panic.
 func TestRegistry(t *testing.T) {
-	reg := libs.Builtin()
+	reg := withLibs(t).Locks
 	for _, tc := range []struct {
 		name  string
 		nodes int

@@ -41,7 +41,7 @@ func (l *Lock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 			token = m.Token
 		}
 		lease := &locks.Lease{Key: key, Token: token, Fence: m.Fence, TTL: l.cfg.TTL,
-			Validity: time.Duration(m.ValidityMs) * time.Millisecond}
+			Validity: time.Duration(m.ValidityMs) * time.Millisecond, Stored: m.Key}
 		l.mu.Lock()
 		if m.FromStep != 0 {
 			lease.Sent = l.steps[m.FromStep] // checked known in onReply

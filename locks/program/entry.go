@@ -135,17 +135,28 @@ func Entry(name, summary string, cmd func() (Command, error)) locks.Entry {
 		}}
 }
 
-// Entries are the in-tree lock programs: the reference client, redis-py
-// and node-redis.
+// Entries are the in-tree lock programs: the reference client, redis-py,
+// django-redis and node-redis.
 func Entries() []locks.Entry {
 	py, js := pythonFinder(), nodeFinder()
 	return []locks.Entry{
 		Entry("exec-token", "the built-in token lock run out of process over the lock protocol: the protocol's reference client, same verdicts as token", reference("token")),
-		Entry("redis-py", "redis-py's redis.lock.Lock (Python, SET NX PX, Lua release): like token, long work or a SIGSTOP gives two holders", py.command("")),
-		Entry("redis-py-extend", "redis-py's Lock + a thread calling extend every ttl/3 while held: survives long work, not a SIGSTOP", py.command("--extend")),
-		Entry("redis-py-shared-token", "redis-py's Lock made once per key and shared by a process's threads with thread_local=False (--share): one thread's release uses another's token and deletes its lock", py.command("--shared-token")),
-		Entry("node-redis", "node-redis's SET NX PX with a token and a Lua compare-and-delete (Node): like token, long work or a SIGSTOP gives two holders; no foreign release", js.command()),
+		Entry("redis-py", "redis-py's redis.lock.Lock (Python, SET NX PX, Lua release): like token, long work or a SIGSTOP gives two holders", py.command("redis_py.py", redisPy, "")),
+		Entry("redis-py-extend", "redis-py's Lock + a thread calling extend every ttl/3 while held: survives long work, not a SIGSTOP", py.command("redis_py.py", redisPy, "--extend")),
+		Entry("redis-py-shared-token", "redis-py's Lock made once per key and shared by a process's threads with thread_local=False (--share): one thread's release uses another's token and deletes its lock", py.command("redis_py.py", redisPy, "--shared-token")),
+		Entry("django-redis", "django-redis's cache.lock (Python): redis-py's Lock on the key Django's key function makes (:1:<name>), a lock that names its own key; like token, long work or a SIGSTOP gives two holders", py.command("django_redis.py", djangoRedisPy, "")),
+		serving(Entry("node-redis", "node-redis's SET NX PX with a token and a Lua compare-and-delete (Node): like token, long work or a SIGSTOP gives two holders; no foreign release", js.command()),
+			// node-redis 4.5.1 has no Sentinel client, and the program
+			// dials the first master only (node_redis.js says the same in
+			// its hello).
+			"single", "redlock"),
 	}
+}
+
+// serving is e declaring the topologies it serves.
+func serving(e locks.Entry, topologies ...string) locks.Entry {
+	e.Topologies = topologies
+	return e
 }
 
 // Register adds the in-tree lock programs to r.

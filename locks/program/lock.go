@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,18 +65,21 @@ type Lock struct {
 	greeted  bool   // the hello came (only the reader goroutine touches it)
 	promises Promises
 	skipsGo  bool // the hello said the program needs no go when not awaited
-	nextID   int64
-	pending  map[int64]*call
-	steps    map[int64]time.Time // when each step's go was sent
-	stepLog  []int64             // steps in order, to forget old ones
-	leases   map[string]*locks.Lease
-	renewals map[int64]func(error)
-	killed   bool
-	broken   error // the protocol violation or exit that ends the run
-	pausedAt time.Time
-	paused   time.Duration // total time stopped, so bounds count only running time
-	bg       context.Context
-	cancelBg context.CancelFunc
+	// keyTemplate is the hello's key_template: the key the lock writes
+	// for a requested one, {key} standing for it.
+	keyTemplate string
+	nextID      int64
+	pending     map[int64]*call
+	steps       map[int64]time.Time // when each step's go was sent
+	stepLog     []int64             // steps in order, to forget old ones
+	leases      map[string]*locks.Lease
+	renewals    map[int64]func(error)
+	killed      bool
+	broken      error // the protocol violation or exit that ends the run
+	pausedAt    time.Time
+	paused      time.Duration // total time stopped, so bounds count only running time
+	bg          context.Context
+	cancelBg    context.CancelFunc
 	// replied ends the try of each acquire's last step, by request; only
 	// the reader goroutine touches it.
 	replied map[int64]func()
@@ -169,6 +173,10 @@ func (l *Lock) handshake() error {
 		if err := expressible(cfg, m); err != nil {
 			return fmt.Errorf("%s: %w", l.label, err)
 		}
+		if err := servable(cfg, m); err != nil {
+			return fmt.Errorf("%s: %w", l.label, err)
+		}
+		l.keyTemplate = m.KeyTemplate
 		l.promises, l.skipsGo = m.Promises, m.SkipsGo
 		l.name = strings.TrimSpace(m.Name + " " + m.Version)
 		return nil
@@ -239,6 +247,33 @@ func expressible(cfg locks.Config, m message) error {
 		}
 	}
 	return nil
+}
+
+// maxKeyTemplate bounds a hello's key_template.
+const maxKeyTemplate = 512
+
+// servable refuses a hello that says the program cannot serve the run's
+// topology, or whose key template names no key.
+func servable(cfg locks.Config, m message) error {
+	if len(m.Topologies) > 0 && !slices.Contains(m.Topologies, cfg.Routes.Topology) {
+		return fmt.Errorf("does not serve topology %s: it serves %s (its hello's topologies)", cfg.Routes.Topology, strings.Join(m.Topologies, ", "))
+	}
+	if t := m.KeyTemplate; t != "" && (!strings.Contains(t, "{key}") || len(t) > maxKeyTemplate) {
+		return fmt.Errorf("its hello has key_template %q; expected at most %d bytes holding {key}", t, maxKeyTemplate)
+	}
+	return nil
+}
+
+// StoredKey implements locks.KeyNamer: the key the program says, in its
+// hello's key_template, that its lock writes for key.
+func (l *Lock) StoredKey(key string) string {
+	l.mu.Lock()
+	t := l.keyTemplate
+	l.mu.Unlock()
+	if t == "" {
+		return key
+	}
+	return strings.ReplaceAll(t, "{key}", key)
 }
 
 // Name is the program's name and version from its hello.

@@ -2,6 +2,7 @@ package program_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,22 @@ import (
 func needPython(t testing.TB) {
 	t.Helper()
 	needInterpreter(t, program.FindPython)
+}
+
+// needDjango skips a test of the django-redis program where Debian's
+// python3-django-redis is missing, except in CI, which installs it.
+func needDjango(t testing.TB) {
+	t.Helper()
+	needInterpreter(t, func() (string, error) {
+		py, err := program.FindPython()
+		if err != nil {
+			return "", err
+		}
+		if err := exec.Command(py, "-c", "import django_redis").Run(); err != nil {
+			return "", fmt.Errorf("%s cannot import django_redis (python3-django-redis, scripts/install-deps.sh)", py)
+		}
+		return py, nil
+	})
 }
 
 // needInterpreter skips a test of an in-tree program whose interpreter
@@ -186,10 +203,15 @@ func TestUntrustedPrograms(t *testing.T) {
 		{"unpromised fence", "exec:sh testdata/unpromised-fence.sh", []string{"client ", "fence", "did not promise"}},
 		{"bad quoting", "exec:sh 'testdata/hang.sh", []string{"cannot split"}},
 		{"a TTL it cannot set", "exec:sh testdata/whole-seconds.sh", []string{"whole-seconds", "--ttl 300ms", "ttl_granularity_ms", "1000ms"}},
+		{"a topology it does not serve", "exec:sh testdata/wrong-topology.sh", []string{"single-only", "does not serve topology redlock", "it serves single"}},
+		{"a key template without the key", "exec:sh testdata/bad-key-template.sh", []string{"no-key", "key_template", `"app:lock"`, "{key}"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := short(c.lock)
+			if strings.Contains(c.name, "topology") {
+				o.Topology = "redlock"
+			}
 			o.Duration, o.OutDir = 2*time.Second, t.TempDir()
 			res, err := locktorture.Run(context.Background(), o)
 			if err == nil {

@@ -135,6 +135,12 @@ type message struct {
 	// SkipsGo: the program sends at once when the hello's await_go is
 	// false, so the harness spares it the go lines of such a run.
 	SkipsGo bool `json:"skips_go"`
+	// KeyTemplate is the key the lock writes in Redis for a requested
+	// key, {key} standing for it (":1:{key}" for Django's key function);
+	// empty: the requested key itself. Topologies are those the program
+	// serves; empty: every one.
+	KeyTemplate string   `json:"key_template"`
+	Topologies  []string `json:"topologies"`
 	// reply
 	ID         int64  `json:"id"`
 	Outcome    string `json:"outcome"`
@@ -154,7 +160,8 @@ type message struct {
 	Step    int64  `json:"step"`
 	Point   string `json:"point"`
 	Request int64  `json:"request"`
-	// renew, renewed
+	// renew, renewed; on a grant, the key written when the lock names
+	// its own
 	Renewal int64  `json:"renewal"`
 	Key     string `json:"key"`
 }

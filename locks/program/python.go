@@ -16,8 +16,12 @@ import (
 var (
 	//go:embed python/lockproto.py
 	lockprotoPy string
+	//go:embed python/routes.py
+	routesPy string
 	//go:embed python/redis_py.py
 	redisPy string
+	//go:embed python/django_redis.py
+	djangoRedisPy string
 )
 
 // PythonEnv names a Python interpreter to use for the in-tree Python locks
@@ -51,16 +55,18 @@ func (p *python) find() (string, error) {
 	return p.path, p.err
 }
 
-// command runs redis_py.py with flag (none, --extend: its renewing
-// variant, --shared-token: its shared Lock without thread-local tokens).
-func (p *python) command(flag string) func() (Command, error) {
+// command runs the program source, named file (redis_py.py with flag
+// none, --extend: its renewing variant, --shared-token: its shared Lock
+// without thread-local tokens; django_redis.py), after the protocol
+// (lockproto.py) and the address mapping (routes.py) it builds on.
+func (p *python) command(file, source, flag string) func() (Command, error) {
 	return func() (Command, error) {
 		py, err := p.find()
 		if err != nil {
 			return Command{}, err
 		}
-		argv := []string{py, "-c", lockprotoPy + "\n" + redisPy}
-		show := py + " redis_py.py"
+		argv := []string{py, "-c", lockprotoPy + "\n" + routesPy + "\n" + source}
+		show := py + " " + file
 		if flag != "" {
 			argv = append(argv, flag)
 			show += " " + flag

@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -66,12 +67,46 @@ func pollable(f *os.File) *os.File {
 	return os.NewFile(fd, f.Name())
 }
 
+// Program is a Go lock served as a lock program, as its own binary: a
+// module of its own can then pin any version of the library it wraps, and
+// the harness that runs it needs none. Its hello names it Entry.Name at
+// Version and makes Promises; Entry.Topologies are the topologies it says
+// it serves.
+type Program struct {
+	Entry    locks.Entry
+	Version  string
+	Promises Promises
+}
+
+// Main serves p on the process's stdin and stdout and exits: a Go lock
+// program's whole main. What the library prints on stdout goes to stderr
+// instead, since stdout carries the protocol alone.
+func Main(p Program) {
+	in, out := pollable(os.Stdin), pollable(os.Stdout)
+	os.Stdout = os.Stderr
+	if err := p.Serve(context.Background(), in, out); err != nil {
+		fmt.Fprintf(os.Stderr, "lock program %s: %v\n", p.Entry.Name, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // Serve runs entry's lock as a lock program: the hello on in, then one
 // request after the other until in ends. It is the program side of the
 // protocol for a Go lock, and the reference the spec's other clients can be
 // read against: every command the lock sends waits for the harness's go.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) error {
-	s := &server{out: out, goes: map[int64]chan struct{}{}, leases: map[string]*locks.Lease{}}
+	return Program{Entry: entry, Version: "1"}.serveAs(ctx, in, out, "exec-"+entry.Name)
+}
+
+// Serve runs p as a lock program on in and out (see Main).
+func (p Program) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	return p.serveAs(ctx, in, out, p.Entry.Name)
+}
+
+func (p Program) serveAs(ctx context.Context, in io.Reader, out io.Writer, name string) error {
+	entry := p.Entry
+	s := &server{out: out, goes: map[int64]chan struct{}{}, leases: map[string]*locks.Lease{}, promises: p.Promises}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	if !sc.Scan() {
@@ -99,8 +134,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 			_ = n.Close()
 		}
 	}()
-	if err := s.write(map[string]any{"type": typeHello, "protocol": proto, "name": "exec-" + entry.Name,
-		"version": "1", "promises": Promises{}, "skips_go": true}); err != nil {
+	hello := map[string]any{"type": typeHello, "protocol": proto, "name": name,
+		"version": p.Version, "promises": p.Promises, "skips_go": true}
+	if len(entry.Topologies) > 0 {
+		hello["topologies"] = entry.Topologies
+	}
+	if t := locks.StoredKey(lk, keyPlaceholder); t != keyPlaceholder && strings.Contains(t, keyPlaceholder) {
+		hello["key_template"] = t
+	}
+	if err := s.write(hello); err != nil {
 		return err
 	}
 	w := s.newWorkers(ctx, lk)
@@ -127,6 +169,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) 
 	return sc.Err()
 }
 
+// keyPlaceholder stands for the requested key in a hello's key_template.
+const keyPlaceholder = "{key}"
+
 // server is the program side's state.
 type server struct {
 	wmu sync.Mutex
@@ -144,6 +189,9 @@ type server struct {
 	// the hello's, which names the tokens this program makes.
 	shared bool
 	client int
+	// promises are the hello's: a grant carries the lease's fence and
+	// validity only when promised.
+	promises Promises
 }
 
 type stepAt struct {
@@ -183,11 +231,15 @@ func (s *server) newToken() string {
 func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.UniversalClient, error) {
 	timeout := time.Duration(h.CommandTimeoutMs) * time.Millisecond
 	nodes := connect(h, timeout)
-	cfg := locks.Config{Nodes: nodes, TTL: time.Duration(h.TTLMs) * time.Millisecond,
+	cfg := locks.Config{Nodes: nodes, Routes: routes(h), TTL: time.Duration(h.TTLMs) * time.Millisecond,
 		Wait: time.Duration(h.WaitMs) * time.Millisecond, CommandTimeout: timeout,
 		Rand: rand.New(rand.NewSource(h.Seed)), Client: h.Client,
 		NewToken: s.newToken,
 		Hooks:    locks.Hooks{Step: s.step, Renew: s.renew}}
+	if h.Topology == "single" || h.Topology == "redlock" {
+		// A library with a client of its own dials the masters itself.
+		cfg.Addrs, cfg.Dial = h.Addrs, dialer(h)
+	}
 	if h.Retry.FirstMs == h.Retry.MaxMs {
 		cfg.RetryDelay = time.Duration(h.Retry.MaxMs) * time.Millisecond
 	}
@@ -207,13 +259,7 @@ func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.Universa
 // server announces through the hello's map, so that no connection leaves
 // the harness's proxies.
 func connect(h Hello, timeout time.Duration) []redis.UniversalClient {
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if a, ok := h.AddrMap[addr]; ok {
-			addr = a
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}
+	dial := dialer(h)
 	var dt, rt, wt time.Duration
 	if timeout > 0 {
 		dt, rt, wt = timeout, timeout, timeout
@@ -233,6 +279,23 @@ func connect(h Hello, timeout time.Duration) []redis.UniversalClient {
 			DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt}))
 	}
 	return nodes
+}
+
+// dialer dials an address as the hello says: an address a server
+// announced through the hello's map, any other as it is.
+func dialer(h Hello) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if a, ok := h.AddrMap[addr]; ok {
+			addr = a
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// routes are the hello's addresses as a lock's Config carries them.
+func routes(h Hello) locks.Routes {
+	return locks.Routes{Topology: h.Topology, Addrs: h.Addrs, Sentinels: h.Sentinels, MasterName: h.MasterName, AddrMap: h.AddrMap}
 }
 
 func (s *server) write(v any) error { return writeLine(&s.wmu, s.out, v) }
@@ -282,6 +345,15 @@ func (s *server) acquired(reply map[string]any, c *served, lease *locks.Lease, e
 	switch {
 	case err == nil:
 		reply["outcome"], reply["token"] = outGranted, lease.Token
+		if lease.Stored != "" {
+			reply["key"] = lease.Stored
+		}
+		if s.promises.Fencing && lease.Fence > 0 {
+			reply["fence"] = lease.Fence
+		}
+		if s.promises.Validity && lease.Validity > 0 {
+			reply["validity_ms"] = lease.Validity.Milliseconds()
+		}
 		s.mu.Lock()
 		s.leases[lease.Token] = lease
 		s.mu.Unlock()

@@ -130,10 +130,13 @@ class Harness {
   // a time in version 1, each client's in order on its own chain in
   // version 2. acquire(key, token) and release(key, token) resolve to the
   // reply's fields: {outcome: ...} and whatever else the outcome carries.
-  async serve(name, version, promises, acquire, release) {
+  // hello adds fields to the program's hello: key_template (the key the
+  // lock writes, '{key}' standing for the one asked for) and topologies
+  // (those the program serves).
+  async serve(name, version, promises, acquire, release, hello = {}) {
     // skips_go: with await_go false this program sends at once, so the
     // harness need not send it those go lines at all.
-    this.send({ type: 'hello', protocol: this.shared ? SHARED : PROTOCOL, name, version, promises, skips_go: true });
+    this.send({ ...hello, type: 'hello', protocol: this.shared ? SHARED : PROTOCOL, name, version, promises, skips_go: true });
     const chains = new Map(); // client -> the promise of its last request
     for (let req = await this._next(); req !== null; req = await this._next()) {
       if (!this.shared) {

@@ -121,18 +121,21 @@ class Harness:
             if msg is None or msg.get("type") != "go":
                 return msg  # a go nobody waited for is skipped
 
-    def serve(self, name, version, promises, acquire, release):
+    def serve(self, name, version, promises, acquire, release, **hello):
         """Answer the hello, then serve requests until stdin ends.
 
         acquire(key, token) and release(key, token) return the reply's
         fields: {"outcome": ...} and whatever else the outcome carries.
+        hello adds fields to the program's hello: key_template (the key
+        the lock writes, "{key}" standing for the one asked for) and
+        topologies (those the program serves).
         """
         if promises.get("renewal") or self.shared:
             self._requests = queue.Queue()
         # skips_go: this program sends at once when the hello's await_go
         # is false, so the harness need not send those go lines at all.
-        self.send({"type": "hello", "protocol": SHARED if self.shared else PROTOCOL,
-                   "name": name, "version": version, "promises": promises, "skips_go": True})
+        self.send(dict(hello, type="hello", protocol=SHARED if self.shared else PROTOCOL,
+                       name=name, version=version, promises=promises, skips_go=True))
         if self._requests is not None:
             threading.Thread(target=self._read, daemon=True).start()
         if self.shared:

@@ -28,6 +28,9 @@ import redis.cluster
 import redis.lock
 import redis.sentinel
 
+# hostport, MappedConnection and MappedSentinelConnection come from
+# routes.py, which the harness runs before this file.
+
 EXTEND = "--extend" in sys.argv
 SHARED_TOKEN = "--shared-token" in sys.argv
 harness = Harness()
@@ -36,42 +39,11 @@ ttl = hello["ttl_ms"] / 1000.0
 wait = hello["wait_ms"] / 1000.0
 pause = max(hello["retry"]["max_ms"], 1) / 1000.0
 timeout = hello["command_timeout_ms"] / 1000.0 or None
-addr_map = hello.get("addr_map") or {}
-
-
-def hostport(addr):
-    host, port = addr.rsplit(":", 1)
-    return host, int(port)
-
-
-class Mapped:
-    """Dials the address the hello maps a server's announced one to.
-
-    Sentinels name the master, and a cluster its nodes, by their own
-    addresses; the harness's faults act on this client's proxies for them.
-    Only the socket's target changes: host and port keep the announced
-    address, by which redis-py's pools and slot tables know the node.
-    """
-
-    def _connect(self):
-        announced = self.host, self.port
-        self.host, self.port = hostport(addr_map.get("%s:%s" % announced, "%s:%s" % announced))
-        try:
-            return super()._connect()
-        finally:
-            self.host, self.port = announced
-
-
-class MappedConnection(Mapped, redis.Connection):
-    pass
-
-
-class MappedSentinelConnection(Mapped, redis.sentinel.SentinelManagedConnection):
-    pass
 
 
 def connect():
     """The client redis-py's users write for the hello's topology."""
+    set_addr_map(hello)
     kw = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     topology = hello.get("topology", "single")
     if topology == "sentinel":

@@ -1,4 +1,4 @@
-package matrix
+package main
 
 import (
 	"os"
@@ -8,10 +8,13 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/locks/libs"
+	"github.com/locktorture/locktorture/matrix"
 )
 
 // The README's lock and fault tables are prose for people; faults.yaml is
-// the same claims as data. Rather than generate the prose, this test reads
+// the same claims as data. The tables cover the third-party libraries too,
+// so the test lives with the command that bundles them. Rather than generate the prose, this test reads
 // the tables and checks that the two say the same things: every anomaly
 // kind and class a row names has a cell that expects it, every lock that
 // promises to survive something has a control cell, and every cell's
@@ -60,7 +63,13 @@ func ticks(s string) []string {
 // claims splits a table cell's backticked words into anomaly kinds,
 // classes and lock names.
 func claims(s string, lockNames map[string]bool) (found []checker.Kind, classes []checker.Class, lks []string) {
-	kinds := kindsOf(checker.Builtin())
+	kinds := map[checker.Kind][]checker.Class{}
+	for _, e := range checker.Builtin().Entries() {
+		for k, cs := range e.Kinds {
+			kinds[k] = append(kinds[k], cs...)
+		}
+	}
+	known := func(k checker.Kind) bool { _, ok := kinds[k]; return ok }
 	allClasses := map[checker.Class]bool{}
 	for _, cs := range kinds {
 		for _, c := range cs {
@@ -69,7 +78,7 @@ func claims(s string, lockNames map[string]bool) (found []checker.Kind, classes 
 	}
 	for _, w := range ticks(s) {
 		switch {
-		case knownKind(kinds, checker.Kind(w)) == nil:
+		case known(checker.Kind(w)):
 			found = append(found, checker.Kind(w))
 		case allClasses[checker.Class(w)]:
 			classes = append(classes, checker.Class(w))
@@ -90,7 +99,7 @@ type seen struct {
 }
 
 // addSeen records what cell c expects under m[key].
-func addSeen(m map[string]*seen, key string, c *Cell) {
+func addSeen(m map[string]*seen, key string, c *matrix.Cell) {
 	s := m[key]
 	if s == nil {
 		s = &seen{kinds: map[checker.Kind]bool{}, classes: map[checker.Class]bool{}, locks: map[string]bool{}}
@@ -128,17 +137,21 @@ func (s *seen) unexpected(kinds []checker.Kind, classes []checker.Class) []strin
 }
 
 func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	spec, err := Load("faults.yaml", locktorture.Registries{})
+	regs := locktorture.Builtin()
+	if err := libs.Register(regs.Locks); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := matrix.Load("../../matrix/faults.yaml", regs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lockNames := map[string]bool{}
-	for _, e := range locktorture.Builtin().Locks.Entries() {
+	for _, e := range regs.Locks.Entries() {
 		lockNames[e.Name] = true
 	}
 
@@ -153,7 +166,7 @@ func TestReadmeAgreesWithFaultsYAML(t *testing.T) {
 	readmeLocks := readmeLocksAgree(t, readme, byLock, lockNames)
 	readmeFaults := readmeFaultsAgree(t, readme, byFault, lockNames)
 	cellsClaimed(t, spec, readmeLocks, readmeFaults)
-	for _, e := range locktorture.Builtin().Faults.Entries() {
+	for _, e := range regs.Faults.Entries() {
 		if _, ok := readmeFaults[e.Name]; !ok {
 			t.Errorf("fault %s is missing from the README's fault table", e.Name)
 		}
@@ -226,7 +239,7 @@ func readmeFaultsAgree(t *testing.T, readme string, byFault map[string]*seen, lo
 
 // cellsClaimed checks the other way: every cell is a claim of the README,
 // its expected kind named by the row of its lock or of one of its faults.
-func cellsClaimed(t *testing.T, spec *Spec, readmeLocks, readmeFaults map[string][]string) {
+func cellsClaimed(t *testing.T, spec *matrix.Spec, readmeLocks, readmeFaults map[string][]string) {
 	t.Helper()
 	for i := range spec.Cells {
 		c := &spec.Cells[i]
