@@ -67,6 +67,8 @@ const usageText = `usage:
   torture list                          list the locks
   torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left
   torture image [--tag NAME] [--print]  build the image a cluster runs torture in (locktorture:REVISION), pulling nothing
+  torture museum [BUGS_DIR] [--exhibits a,b] [--seeds A..B] [--out DIR]
+                                        build and run the exhibits of the bug museum (bugs/), each library's bug beside its fix
 Run 'torture run -h' for the flags of a run.`
 
 // Run runs one command line (args without the program name) against regs
@@ -97,11 +99,13 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		return cmdClean(args[1:], stdout, stderr)
 	case "image":
 		return cmdImage(args[1:], stdout, stderr)
+	case "museum":
+		return cmdMuseum(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageText)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, serve, list, clean or image)\n", args[0])
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, serve, list, clean, image or museum)\n", args[0])
 	return exitUsage
 }
 

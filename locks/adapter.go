@@ -102,3 +102,14 @@ func (h Hooks) Reach(ctx context.Context, point string) error { return h.step(ct
 func Retry(ctx context.Context, cfg Config, attempt func(context.Context) (bool, error)) error {
 	return retry(ctx, cfg, attempt)
 }
+
+// StartWatchdog is the built-in watchdog's renewal for a lock outside this
+// package: every TTL/3 while the lease is held, a "watchdog" point, then
+// renew, recorded through Hooks.Renew (extended; ErrNotAcquired when renew
+// reports the key is no longer ours, which stops it; a failure, retried at
+// the next tick). The lock's Release stops it first (Lease.StopRenewal), as
+// the built-in locks do. A library with no watchdog of its own is kept alive so
+// by its callers (redsync's Extend, a re-Acquire), and this is that loop.
+func StartWatchdog(ctx context.Context, cfg Config, lease *Lease, renew func(context.Context) (bool, error)) {
+	startWatchdog(ctx, cfg, lease, renew)
+}
