@@ -68,11 +68,11 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*CheckResult, e
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultOptions().CheckTimeout
 	}
-	check := func(dir string) (*CheckResult, error) {
+	checkInto := func(dir string) (*CheckResult, error) {
 		return streamCheck(ctx, path, dir, opts, ops)
 	}
 	if opts.OutDir == "" {
-		return check("")
+		return checkInto("")
 	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, usage("check output folder: %v", err)
@@ -84,7 +84,7 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*CheckResult, e
 		return nil, fmt.Errorf("check output folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	res, err := check(tmp)
+	res, err := checkInto(tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -170,10 +170,10 @@ func streamCheck(ctx context.Context, path, dir string, opts CheckOptions, ops [
 	defer f.Close()
 	rd := history.NewReader(bufio.NewReaderSize(f, 1<<20), history.WithOps(ops...))
 	var s *stream.Stream
-	start := func(run *history.RunInfo) error {
+	start := func(header *history.RunInfo) error {
 		workload := DefaultOptions().Workload
-		if run != nil && run.Workload != "" {
-			workload = run.Workload
+		if header != nil && header.Workload != "" {
+			workload = header.Workload
 		}
 		w, err := opts.Registries.Workloads.Get(workload)
 		if err != nil {

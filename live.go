@@ -168,7 +168,7 @@ func (l *liveCheck) anomalies() int64 {
 
 // finish waits for the last event (the recorder is closed) and returns the
 // verdict of the whole run, with anomalies that followed a failover marked.
-func (l *liveCheck) finish(ctx context.Context, run *history.RunInfo) (*checker.Report, error) {
+func (l *liveCheck) finish(ctx context.Context, header *history.RunInfo) (*checker.Report, error) {
 	l.mu.Lock()
 	l.closed = true
 	l.room.Broadcast()
@@ -179,6 +179,6 @@ func (l *liveCheck) finish(ctx context.Context, run *history.RunInfo) (*checker.
 		return nil, l.err
 	}
 	rep := l.stream.Close(ctx)
-	checker.MarkAfterSwitch(&history.History{Run: run, Events: l.stream.Infos()}, &rep, 0)
+	checker.MarkAfterSwitch(&history.History{Run: header, Events: l.stream.Infos()}, &rep, 0)
 	return &rep, nil
 }

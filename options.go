@@ -126,6 +126,16 @@ const (
 	BackendExternal = "external" // the user's own servers (Options.Redis, Options.Sentinels)
 )
 
+// Fault targeting (Options.Target).
+const (
+	// TargetProtocol aims every fault that can at the run's protocol: the
+	// client that just acquired, the master holding a live lease, the lock
+	// written on the master only, at steps numbered from the seed.
+	TargetProtocol = "protocol"
+	// TargetRandom chooses targets and moments blindly, with the seed.
+	TargetRandom = "random"
+)
+
 // Status is the live view of a run for a status line (Options.Progress).
 type Status struct {
 	Elapsed   time.Duration

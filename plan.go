@@ -42,6 +42,8 @@ type plan struct {
 	// stopWhen ends the run at the first anomaly it accepts (StopWhen, or
 	// a safety anomaly under StopOnAnomaly); nil runs to the end.
 	stopWhen func(checker.Anomaly) bool
+	// trigger is what time-driven faults start on ("time" is none).
+	trigger nemesis.Trigger
 }
 
 // newPlan resolves opts once: zero values take their defaults, the result
@@ -175,7 +177,8 @@ func (o Options) validate() (*plan, error) {
 	case o.RunID != "" && !runIDPattern.MatchString(o.RunID):
 		return nil, usage("run id %q: use letters, digits, '.', '_' and '-'", o.RunID)
 	}
-	if _, err := nemesis.ParseTrigger(string(o.NemesisTrigger)); err != nil {
+	trigger, err := nemesis.ParseTrigger(string(o.NemesisTrigger))
+	if err != nil {
 		return nil, &UsageError{err}
 	}
 	if _, err := cluster.ParsePersistence(string(o.Persistence)); err != nil {
@@ -187,7 +190,12 @@ func (o Options) validate() (*plan, error) {
 	if err := o.checkSettings(); err != nil {
 		return nil, err
 	}
-	return o.resolve()
+	p, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	p.trigger = trigger
+	return p, nil
 }
 
 // resolve looks up what the options name, once.

@@ -6,41 +6,56 @@ import (
 	"sort"
 	"time"
 
+	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
+	"github.com/locktorture/locktorture/summary"
 )
 
-// check is stage 4: the live check judges the rest of the history, and the
+// judgement is what stage 4 hands on: the report and its verdict, with
+// what the live check saw of the run besides (the harness's stalls, the
+// master switches, the fault windows).
+type judgement struct {
+	report  *checker.Report
+	verdict checker.Verdict
+	// stalls and longestMs count the harness's own stalls.
+	stalls, longestMs int64
+	masterSwitches    int64
+	faults            []history.Window
+	stoppedOnAnomaly  bool
+}
+
+// judge is stage 4: the live check judges the rest of the history, and the
 // verdict is gated as the options say. A run that recorded no operation is
 // an error, never a verdict: it is no evidence.
-func (r *run) check(ctx context.Context) error {
-	live := r.clients.live
-	report, err := live.finish(context.WithoutCancel(ctx), r.info)
+func judge(ctx context.Context, pl *plan, f *fleet, s *scheduled) (*judgement, error) {
+	live := f.live
+	rep, err := live.finish(context.WithoutCancel(ctx), f.header)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if live.operations() == 0 {
 		// A run whose clients never got an operation recorded (no
 		// connection, interrupted at once) says nothing.
-		return fmt.Errorf("the run recorded no operation in %v (%w); see the harness messages",
-			r.res.Stats.Duration.Round(time.Millisecond), history.ErrNoOperations)
+		return nil, fmt.Errorf("the run recorded no operation in %v (%w); see the harness messages",
+			s.stats.Duration.Round(time.Millisecond), history.ErrNoOperations)
 	}
-	r.res.Stats.Stalls, r.res.Stats.LongestStallMs = live.stalls, live.longest/1e6
+	j := &judgement{report: rep, stalls: live.stalls, longestMs: live.longest / 1e6,
+		faults: live.stream.Faults(), stoppedOnAnomaly: f.stopped.Load()}
 	for _, e := range live.stream.Infos() {
 		if e.Op == history.MasterSwitch {
-			r.res.Stats.MasterSwitches++
+			j.masterSwitches++
 		}
 	}
-	report.Notes = append(report.Notes, faultNotes(r.res.Stats.Faults, r.plan.opts.Duration)...)
-	r.res.Report, r.res.Verdict = report, report.Gate(r.plan.opts.FailOn)
-	r.res.StoppedOnAnomaly = r.clients.stopped.Load()
-	return nil
+	rep.Notes = append(rep.Notes, faultNotes(s.stats.Faults, pl.opts.Duration)...)
+	j.verdict = rep.Gate(pl.opts.FailOn)
+	return j, nil
 }
 
 // faultNotes say why each fault that never took effect did not: it was
 // never started (the run ended before its window came), or every start
 // gave up or failed. The untested verdict says what was not tested; these
 // say what to change.
-func faultNotes(fs *FaultStats, d time.Duration) []string {
+func faultNotes(fs *summary.FaultStats, d time.Duration) []string {
 	if fs == nil {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/shrink"
 	"github.com/locktorture/locktorture/summary"
@@ -24,7 +24,7 @@ import (
 // matrix.md name a smaller command that still shows the anomaly the seed
 // found. It needs redis-server.
 func TestMatrixShrinkRealRun(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	dir := t.TempDir()
 	spec := writeSpec(t, dir, "wrong.yaml", `seeds: 1
 defaults: {clients: 6, ttl: 200ms, hold: 5ms..20ms, duration: 2s, check-timeout: 30s}

@@ -10,14 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // startRedisCluster brings the cluster topology up with its network and
 // stops both at cleanup, then checks that none of its servers is left.
 func startRedisCluster(t *testing.T) (*cluster.RedisCluster, *cluster.Network) {
 	t.Helper()
-	testredis.Need(t) // redis-server; pgrep checks what is left
+	clustertest.Need(t) // redis-server; pgrep checks what is left
 	topo, netw := startChecked(t, "cluster", func(topo cluster.Topology) []int {
 		var pids []int
 		for _, n := range topo.Nodes() {

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // TestManualFailoverAsksAgain: Sentinel accepts SENTINEL FAILOVER when some
@@ -22,7 +22,7 @@ import (
 // asked again: it returns nil and the master switches. An abort it took for
 // a failover would leave the old master in place.
 func TestManualFailoverAsksAgain(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	s, _ := startSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -78,7 +78,7 @@ func TestManualFailoverAsksAgain(t *testing.T) {
 // which Sentinel would have switched by itself; once resumed, every
 // Sentinel names it.
 func TestHoldSwitch(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	s, _ := startSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -125,7 +125,7 @@ func TestHoldSwitch(t *testing.T) {
 // clients that follow none ask first). Clients here follow as a go-redis
 // failover client does, subscribed to one Sentinel's +switch-master.
 func TestLeastFollowed(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	s, _ := startSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,7 +38,7 @@ func startSentinel(t *testing.T) (*cluster.SentinelTopology, *cluster.Network) {
 // processes pids lists (once the topology is up) is left.
 func startChecked(t *testing.T, name string, pids func(cluster.Topology) []int) (cluster.Topology, *cluster.Network) {
 	t.Helper()
-	netw := testredis.Network(t)
+	netw := clustertest.Network(t)
 	topo, err := cluster.StartTopology(context.Background(), name, cluster.TopologyOptions{Network: netw})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func waitKey(c *redis.Client, key string, d time.Duration) bool {
 // the master dies and the switch is observed; clients follow the new master
 // through their own dialer; the old master rejoins as a replica.
 func TestSentinelTopology(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	ctx := context.Background()
 	s, _ := startSentinel(t)
 	var switches eventLog

@@ -186,6 +186,10 @@ type Config struct {
 	// harness gave Nodes; a library with its own client applies the same.
 	// 0 means each client library's own default.
 	CommandTimeout time.Duration
+	// RedisRetries is the go-redis MaxRetries the harness gave Nodes
+	// (--redis-retries; -1: none); nil means the library's own default. A
+	// library with its own client that retries applies the same count.
+	RedisRetries *int
 	// TTL of the lock key.
 	TTL time.Duration
 	// Wait bounds how long Acquire keeps retrying (the seed's "lock wait");

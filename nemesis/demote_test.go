@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
@@ -29,7 +29,7 @@ import (
 // once is passed over. The Sentinels are paused meanwhile, so only the
 // fault can have made it a replica.
 func TestFailoverLossyDemotesAtGrant(t *testing.T) {
-	topo, netw := testredis.Topology(t, "sentinel", cluster.TopologyOptions{})
+	topo, netw := clustertest.Topology(t, "sentinel", cluster.TopologyOptions{})
 	s := topo.(*cluster.SentinelTopology)
 	ctx := context.Background()
 	f := fault(t, "failover-lossy")

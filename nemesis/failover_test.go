@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
@@ -89,7 +89,7 @@ func healthy(t *testing.T, s *cluster.SentinelTopology, netw *cluster.Network) *
 // cut, the delay keeps a write off the replicas for a while, the manual
 // failover moves the master, and every heal leaves the topology healthy.
 func TestFailoverFaults(t *testing.T) {
-	topo, netw := testredis.Topology(t, "sentinel", cluster.TopologyOptions{})
+	topo, netw := clustertest.Topology(t, "sentinel", cluster.TopologyOptions{})
 	s := topo.(*cluster.SentinelTopology)
 	r := &sentinelRig{s: s, netw: netw, rng: rand.New(rand.NewSource(1)),
 		target: &nemesis.Target{Topology: s, Network: netw, TTL: 400 * time.Millisecond}}

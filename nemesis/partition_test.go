@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
@@ -21,7 +21,7 @@ func (clientCount) Gate(int) nemesis.Gate { return nil }
 // the very next acquire, whoever it is, whatever the seed: waiting for a
 // seeded client's own numbered acquire, it came a hold or two later.
 func TestPartitionCutsTheNextHolder(t *testing.T) {
-	topo, netw := testredis.Topology(t, "single", cluster.TopologyOptions{})
+	topo, netw := clustertest.Topology(t, "single", cluster.TopologyOptions{})
 	node := topo.Nodes()[0]
 	const clients = 4
 	for c := 0; c < clients; c++ {

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/nemesis"
 )
 
@@ -99,7 +99,7 @@ func clean(t *testing.T, ctx context.Context, c *cluster.RedisCluster) {
 // moves, and after heal the target serves the slot.
 func TestClusterFaults(t *testing.T) {
 	ctx := context.Background()
-	topo, netw := testredis.Topology(t, "cluster", cluster.TopologyOptions{})
+	topo, netw := clustertest.Topology(t, "cluster", cluster.TopologyOptions{})
 	c := topo.(*cluster.RedisCluster)
 	target := &nemesis.Target{Topology: c, Network: netw, TTL: 2 * time.Second}
 	nodes, err := c.Connect(netw.Dialer("c0"), nil)

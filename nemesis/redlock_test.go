@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // startFaultTopology starts a topology for a fault test, after letting faults
@@ -57,7 +57,7 @@ func namedNode(t *testing.T, topo cluster.Topology, what string) *cluster.Node {
 // held; restart-fsync brings it back with them; restart-delayed brings it
 // back empty but only once the TTL has passed. The other masters keep theirs.
 func TestRestartFaults(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	for _, tc := range []struct {
@@ -123,7 +123,7 @@ func TestRestartFaults(t *testing.T) {
 // empty, marked back in the order they were killed, and none is left
 // counted down; the masters it spared keep their keys.
 func TestRestartVictimsTogether(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	ctx := context.Background()
 	f := newRestartEmpty(Options{}).(*restartNode)
 	topo := startFaultTopology(t, "redlock", 5, f)
@@ -176,7 +176,7 @@ func TestRestartVictimsTogether(t *testing.T) {
 // TestRedlockFaultsRefuseOneNode: the faults about a minority or a majority
 // of masters say why they cannot run on one node.
 func TestRedlockFaultsRefuseOneNode(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	topo := startFaultTopology(t, "single", 0)
 	for _, name := range []string{"restart-empty", "restart-delayed", "restart-fsync", "partition-minority",
 		"partition-majority", "clock-jump-partition"} {
@@ -200,9 +200,9 @@ func (countedClients) Gate(int) Gate { return nil }
 // can lose (2 of 5), partition-majority the fewest that leave no majority (3
 // of 5), from one client or from all, and heal removes every toxic.
 func TestQuorumPartition(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	ctx := context.Background()
-	netw := testredis.Network(t)
+	netw := clustertest.Network(t)
 	topo := startFaultTopology(t, "redlock", 5)
 	const clients = 4
 	for c := 0; c < clients; c++ {
@@ -261,7 +261,7 @@ func TestQuorumPartition(t *testing.T) {
 
 func needFaketime(t *testing.T) {
 	t.Helper()
-	testredis.Need(t)
+	clustertest.Need(t)
 	if _, err := cluster.FindLibfaketime(); err != nil {
 		t.Skip(err)
 	}
@@ -330,7 +330,7 @@ func TestClockJump(t *testing.T) {
 func TestClockJumpPartition(t *testing.T) {
 	needFaketime(t)
 	ctx := context.Background()
-	netw := testredis.Network(t)
+	netw := clustertest.Network(t)
 	f := newClockJumpPartition(Options{}).(*clockJumpPartition)
 	topo := startFaultTopology(t, "redlock", 3, f)
 	for c := 0; c < 2; c++ {

@@ -136,10 +136,36 @@ func aims(f Fault, t *Target) bool {
 	return ok && a.Aims() && t.aiming()
 }
 
-// FirstAims reports whether the schedule's first fault aims at the
+// firstAims reports whether the schedule's first fault aims at the
 // protocol on t, and so begins by waiting for a protocol step.
-func (s *Schedule) FirstAims(t *Target) bool {
+func (s *Schedule) firstAims(t *Target) bool {
 	return len(s.Faults) > 0 && aims(pick(s.Seed, 0, s.Faults), t)
+}
+
+// firstAimWait bounds how long Start waits for the first aimed fault to
+// begin waiting for its step: a Start that reads the topology first takes
+// a few milliseconds.
+const firstAimWait = 200 * time.Millisecond
+
+// Start runs the schedule in the background until ctx ends (see Run) and
+// returns a channel closed once it has healed everything. When its first
+// fault aims at the protocol, Start returns once that fault waits for its
+// step, or after firstAimWait: started together, the clients' first
+// attempts come within milliseconds, before a fault that reads the
+// topology first is ready for them; and with long holds the next attempt
+// on a free key may be seconds later.
+func (s *Schedule) Start(ctx context.Context, t *Target) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx, t) }()
+	w, ok := t.Protocol.(interface{ Waiting() bool })
+	if !ok || !s.firstAims(t) {
+		return done
+	}
+	deadline := time.Now().Add(firstAimWait)
+	for !w.Waiting() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	return done
 }
 
 // Run runs the schedule until ctx ends; it heals whatever is active before

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/history"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // probeMarks records, at the instant a fault says it took effect, whether
@@ -37,7 +37,7 @@ func (m *probeMarks) Step(what string) {
 // when the server is dead (not when Start returns, after the restart), and
 // the restart as a step inside the window.
 func TestRestartWindowCoversTheKill(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	topo := startFaultTopology(t, "single", 0)
 	n := topo.Nodes()[0]
 	f := &crashRedis{persistence: "off", downtime: 300 * time.Millisecond}

@@ -14,10 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -210,10 +208,10 @@ func QuoteArgs(args []string) string {
 // one that cannot be replayed (history.RunInfo.ReplayLock says why). The
 // lock is its setting, so a lock program run from its command line comes
 // back as that exec: line; the program's own name is not a setting. It is
-// ReplaySettings as flags, so the command and locktorture.OptionsFromRun
-// replay the same run.
+// the header read back for a replay (history.RunInfo.Replay) as flags, so
+// the command and locktorture.OptionsFromRun replay the same run.
 func ReplayArgs(r *history.RunInfo) []string {
-	set, err := ReplaySettings(r)
+	set, err := r.Replay()
 	if err != nil {
 		return nil
 	}
@@ -234,47 +232,6 @@ func ReplayArgs(r *history.RunInfo) []string {
 		}
 	}
 	return args
-}
-
-// ReplaySetting is one setting of a recorded run, as the text its flag
-// takes.
-type ReplaySetting struct {
-	Name, Value string
-	// Param: the setting comes from the header's params, not from one of
-	// its own fields (lock, workload, topology, clients, keys, ttl, seed).
-	Param bool
-}
-
-// ReplaySettings are the settings that run the run of header r again, in
-// the order the replay command gives them: the header's own fields, then
-// every recorded param by name. It is the one reading of a header for a
-// replay: ReplayArgs writes it as flags, locktorture.OptionsFromRun sets
-// it on Options. An error says why the header cannot be replayed.
-func ReplaySettings(r *history.RunInfo) ([]ReplaySetting, error) {
-	if r == nil {
-		return nil, errors.New("the history has no run header to rebuild the run from")
-	}
-	lock, err := r.ReplayLock()
-	if err != nil {
-		return nil, err
-	}
-	set := []ReplaySetting{{Name: "lock", Value: lock}}
-	add := func(name, v string) { set = append(set, ReplaySetting{Name: name, Value: v}) }
-	if r.Workload != "" {
-		add("workload", r.Workload)
-	}
-	if r.Topology != "" {
-		add("topology", r.Topology)
-	}
-	add("clients", fmt.Sprint(r.Clients))
-	add("keys", fmt.Sprint(r.Keys))
-	add("ttl", r.TTL().String())
-	add("seed", fmt.Sprint(r.Seed))
-	params := r.Settings()
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		set = append(set, ReplaySetting{Name: k, Value: params[k], Param: true})
-	}
-	return set, nil
 }
 
 // shellQuote quotes v for a POSIX shell when it needs it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/locktorture/locktorture/cluster"
 	"github.com/locktorture/locktorture/history"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/nemesis"
 	"github.com/locktorture/locktorture/workloads"
@@ -54,7 +54,7 @@ func TestWorkloadsReportLeaseSteps(t *testing.T) {
 // and returns the protocol steps they reported and how many nested
 // acquires were granted.
 func leaseSteps(t *testing.T, lockName string, newWorkload func(*workloads.Runner) (workloads.Workload, error)) ([]nemesis.ProtocolEvent, int) {
-	topo, _ := testredis.Topology(t, "single", cluster.TopologyOptions{})
+	topo, _ := clustertest.Topology(t, "single", cluster.TopologyOptions{})
 	addr := topo.Nodes()[0].Addr()
 	lock, err := locks.Builtin().Get(lockName)
 	if err != nil {

@@ -8,7 +8,6 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 	"slices"
 
 	"github.com/locktorture/locktorture/locks"
@@ -20,19 +19,7 @@ func main() {
 	program.Main(program.Program{
 		Entry: locks.Entry{Name: "redsync", New: func(cfg locks.Config) (locks.Lock, error) { return newLock(cfg, watchdog) },
 			Topologies: []string{"single"}},
-		Version:  version("github.com/go-redsync/redsync/v4"),
+		Version:  program.ModuleVersion("github.com/go-redsync/redsync/v4"),
 		Promises: program.Promises{Renewal: watchdog},
 	})
-}
-
-// version is the version of module this binary holds.
-func version(module string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == module {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
 }

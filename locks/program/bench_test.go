@@ -14,7 +14,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/locks/program"
 )
@@ -26,7 +26,7 @@ import (
 // against token's, over all iterations. Each iteration is two 5 s runs:
 // -benchtime 3x evens out a noisy machine.
 func BenchmarkExecToken8x8(b *testing.B) {
-	testredis.Need(b)
+	clustertest.Need(b)
 	ops := map[string]float64{} // lock ops/s summed over the iterations
 	for i := 0; i < b.N; i++ {
 		for _, lock := range []string{"token", "exec-token"} {
@@ -94,7 +94,7 @@ func BenchmarkRedisPyVsRaw(b *testing.B) {
 // second, summed. A zero wait makes each acquire one attempt.
 func rawLoop(b *testing.B, py string, n, keys, secs int, ttl, wait, pause time.Duration) float64 {
 	b.Helper()
-	topo, _ := testredis.Topology(b, "single", cluster.TopologyOptions{})
+	topo, _ := clustertest.Topology(b, "single", cluster.TopologyOptions{})
 	addr := topo.Nodes()[0].Addr()
 	outs := make([]bytes.Buffer, n)
 	cmds := make([]*exec.Cmd, n)
@@ -151,7 +151,7 @@ func BenchmarkRedisPyCeiling(b *testing.B) {
 	var progCPU, rawCPU time.Duration
 	var progOps, rawOps float64
 	for i := 0; i < b.N; i++ {
-		topo, _ := testredis.Topology(b, "single", cluster.TopologyOptions{})
+		topo, _ := clustertest.Topology(b, "single", cluster.TopologyOptions{})
 		addr := topo.Nodes()[0].Addr()
 		ops, cpu := driveBare(b, exec.Command(py, "-c", src), addr, secs*time.Second)
 		progOps, progCPU = progOps+ops, progCPU+cpu

@@ -10,7 +10,7 @@ import (
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/history"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // TestNoVerdictWithoutEvidence: a run that took no lock, or whose fault
@@ -18,7 +18,7 @@ import (
 // that waits for the go of every step, in a run without faults too, takes
 // its locks and is judged. A found anomaly is evidence: invalid stands.
 func TestNoVerdictWithoutEvidence(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	for _, tc := range []struct {
 		name    string
 		lock    string
@@ -65,7 +65,7 @@ func TestNoVerdictWithoutEvidence(t *testing.T) {
 // from that step's go, not from the try's later command, so the history
 // does not stretch the lease past its real expiry.
 func TestFromStep(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	o := short("exec:sh testdata/two-commands.sh")
 	o.Clients, o.Duration, o.OutDir = 1, 2*time.Second, t.TempDir()
 	res, err := locktorture.Run(context.Background(), o)

@@ -149,7 +149,7 @@ func (l *Lock) handshake() error {
 	}
 	h := Hello{Type: typeHello, Protocol: want, Client: cfg.Client, Topology: cfg.Routes.Topology, Addrs: cfg.Routes.Addrs,
 		Sentinels: cfg.Routes.Sentinels, MasterName: cfg.Routes.MasterName, AddrMap: cfg.Routes.AddrMap, TTLMs: cfg.TTL.Milliseconds(),
-		WaitMs: cfg.Wait.Milliseconds(), Retry: r, CommandTimeoutMs: cfg.CommandTimeout.Milliseconds(), Seed: cfg.Rand.Int63(),
+		WaitMs: cfg.Wait.Milliseconds(), Retry: r, CommandTimeoutMs: cfg.CommandTimeout.Milliseconds(), RedisRetries: cfg.RedisRetries, Seed: cfg.Rand.Int63(),
 		AwaitGo: !cfg.Unfaulted}
 	if want == VersionShared {
 		h.Clients = cfg.Clients

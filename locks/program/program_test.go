@@ -14,7 +14,7 @@ import (
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks/program"
 )
 
@@ -46,7 +46,7 @@ func needDjango(t testing.TB) {
 // find does not find, except in CI, which installs it.
 func needInterpreter(t testing.TB, find func() (string, error)) {
 	t.Helper()
-	testredis.Need(t)
+	clustertest.Need(t)
 	if _, err := find(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %v", err)
@@ -147,7 +147,7 @@ func runCases(t *testing.T, cases []verdictCase) {
 // TestReferenceClient: the built-in token lock run out of process over the
 // protocol gives token's verdicts, and no false alarm without faults.
 func TestReferenceClient(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	latency := short("exec-token", "latency")
 	latency.Clients, latency.HoldMin, latency.HoldMax, latency.Think = 2, 50*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 	latency.Duration = 6 * time.Second
@@ -189,7 +189,7 @@ func TestRedisPy(t *testing.T) {
 // with one line naming the client, the line and what was expected; nothing
 // is left running.
 func TestUntrustedPrograms(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	cases := []struct {
 		name, lock string
 		want       []string
@@ -235,7 +235,7 @@ func TestUntrustedPrograms(t *testing.T) {
 // TestHangIsUnknown: a program that never replies costs an unknown outcome,
 // then it is killed and a fresh one takes its place, as after a crash.
 func TestHangIsUnknown(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	o := short("exec:sh testdata/hang.sh")
 	o.Clients, o.Wait, o.RedisTimeout, o.Duration, o.OutDir = 1, 50*time.Millisecond, 50*time.Millisecond, 3*time.Second, t.TempDir()
 	res, err := locktorture.Run(context.Background(), o)
@@ -258,7 +258,7 @@ func TestHangIsUnknown(t *testing.T) {
 // with it (the parent-death signal), and `torture clean` kills one marked by
 // a dead harness that escaped.
 func TestKilledHarness(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	if os.Getenv("LOCKTORTURE_TEST_HARNESS") != "" {
 		o := short("exec-token")
 		o.Duration, o.OutDir = time.Minute, t.TempDir()

@@ -75,6 +75,9 @@ type Hello struct {
 	Retry   Retry    `json:"retry"`
 	// CommandTimeoutMs is 0 for the library's own default.
 	CommandTimeoutMs int64 `json:"command_timeout_ms"`
+	// RedisRetries, when set, is how often the client retries a command
+	// that failed on the network (--redis-retries; -1: never).
+	RedisRetries *int `json:"redis_retries,omitempty"`
 	Seed             int64 `json:"seed"`
 	// AwaitGo: the program must wait for the go of each step before its
 	// command. False in a run without faults, where nothing acts at steps:

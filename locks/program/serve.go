@@ -10,6 +10,8 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,19 +78,47 @@ type Program struct {
 	Entry    locks.Entry
 	Version  string
 	Promises Promises
+	// TTLGranularity, when set, says the library sets TTLs in whole
+	// multiples of it (a second for one that takes seconds): the harness
+	// refuses a --ttl it cannot express instead of testing another.
+	TTLGranularity time.Duration
 }
 
 // Main serves p on the process's stdin and stdout and exits: a Go lock
 // program's whole main. What the library prints on stdout goes to stderr
 // instead, since stdout carries the protocol alone.
 func Main(p Program) {
-	in, out := pollable(os.Stdin), pollable(os.Stdout)
+	stdout := os.Stdout
+	in, out := pollable(os.Stdin), pollable(stdout)
 	os.Stdout = os.Stderr
-	if err := p.Serve(context.Background(), in, out); err != nil {
+	err := p.Serve(context.Background(), in, out)
+	// The protocol's own file is another *os.File over fd 1: were the
+	// first one collected meanwhile, its finalizer would close the fd
+	// under the protocol.
+	runtime.KeepAlive(stdout)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "lock program %s: %v\n", p.Entry.Name, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// ModuleVersion is the version of module the running binary holds, from
+// its build information ("unknown" when it does not say): a program built
+// against a pinned library gives it as its hello's version, and the
+// history's header names the lock by it.
+func ModuleVersion(module string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == module {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
 }
 
 // Serve runs entry's lock as a lock program: the hello on in, then one
@@ -138,6 +168,9 @@ func (p Program) serveAs(ctx context.Context, in io.Reader, out io.Writer, name 
 		"version": p.Version, "promises": p.Promises, "skips_go": true}
 	if len(entry.Topologies) > 0 {
 		hello["topologies"] = entry.Topologies
+	}
+	if p.TTLGranularity > 0 {
+		hello["ttl_granularity_ms"] = p.TTLGranularity.Milliseconds()
 	}
 	if t := locks.StoredKey(lk, keyPlaceholder); t != keyPlaceholder && strings.Contains(t, keyPlaceholder) {
 		hello["key_template"] = t
@@ -204,6 +237,9 @@ type stepAt struct {
 type served struct {
 	id   int64
 	sent []stepAt
+	// replied: the request was answered; a step made under its context
+	// afterwards (a watchdog started by its acquire) is background work.
+	replied bool
 }
 
 type reqKey struct{}
@@ -231,7 +267,7 @@ func (s *server) newToken() string {
 func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.UniversalClient, error) {
 	timeout := time.Duration(h.CommandTimeoutMs) * time.Millisecond
 	nodes := connect(h, timeout)
-	cfg := locks.Config{Nodes: nodes, Routes: routes(h), TTL: time.Duration(h.TTLMs) * time.Millisecond,
+	cfg := locks.Config{Nodes: nodes, Routes: routes(h), RedisRetries: h.RedisRetries, TTL: time.Duration(h.TTLMs) * time.Millisecond,
 		Wait: time.Duration(h.WaitMs) * time.Millisecond, CommandTimeout: timeout,
 		Rand: rand.New(rand.NewSource(h.Seed)), Client: h.Client,
 		NewToken: s.newToken,
@@ -264,18 +300,22 @@ func connect(h Hello, timeout time.Duration) []redis.UniversalClient {
 	if timeout > 0 {
 		dt, rt, wt = timeout, timeout, timeout
 	}
+	retries := 0 // go-redis's own default
+	if h.RedisRetries != nil {
+		retries = *h.RedisRetries
+	}
 	switch h.Topology {
 	case "sentinel":
 		return []redis.UniversalClient{redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: h.MasterName, SentinelAddrs: h.Sentinels, Dialer: dial, Protocol: 2,
+			MasterName: h.MasterName, SentinelAddrs: h.Sentinels, Dialer: dial, Protocol: 2, MaxRetries: retries,
 			DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt})}
 	case "cluster":
 		return []redis.UniversalClient{redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: h.Addrs, Dialer: dial, Protocol: 2, DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt})}
+			Addrs: h.Addrs, Dialer: dial, Protocol: 2, MaxRetries: retries, DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt})}
 	}
 	var nodes []redis.UniversalClient
 	for _, a := range h.Addrs {
-		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: a, Protocol: 2,
+		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: a, Protocol: 2, MaxRetries: retries,
 			DialTimeout: dt, ReadTimeout: rt, WriteTimeout: wt}))
 	}
 	return nodes
@@ -332,6 +372,9 @@ func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) e
 				reply["outcome"] = outNotDeleted
 			}
 		}
+		s.mu.Lock()
+		c.replied = true
+		s.mu.Unlock()
 		if err := s.write(reply); err != nil {
 			return err
 		}
@@ -386,11 +429,14 @@ func (s *server) stepBefore(c *served, t time.Time) int64 {
 func (s *server) step(ctx context.Context, point string) error {
 	c := servedOf(ctx)
 	var req int64
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if c != nil && c.replied {
+		c = nil // background work begun by an answered request
+	}
 	if c != nil {
 		req = c.id
 	}
-	ch := make(chan struct{})
-	s.mu.Lock()
 	s.nstep++
 	n := s.nstep
 	s.goes[n] = ch

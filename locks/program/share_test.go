@@ -7,7 +7,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/internal/testredis"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // shared is short with clients 0,1 and 2,3 each sharing one program (one
@@ -47,7 +47,7 @@ func TestShareExecToken(t *testing.T) {
 // --share ends the run with one line naming it and the version it must
 // speak.
 func TestShareNeedsVersion2(t *testing.T) {
-	testredis.Need(t)
+	clustertest.Need(t)
 	o := shared("exec:sh testdata/await-every-go.sh", 0)
 	o.OutDir = t.TempDir()
 	_, err := locktorture.Run(context.Background(), o)

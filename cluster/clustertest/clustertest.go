@@ -1,7 +1,7 @@
-// Package testredis starts what a test of faults or topologies stands on:
+// Package clustertest starts what a test of faults or topologies stands on:
 // the embedded Toxiproxy network and a topology of real redis-server
 // processes, both stopped when the test ends.
-package testredis
+package clustertest
 
 import (
 	"context"
