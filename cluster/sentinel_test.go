@@ -14,8 +14,8 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locktorture/locktorture/cluster"
-	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/cluster/clustertest"
+	"github.com/locktorture/locktorture/history"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/cluster/clustertest"
+	"github.com/locktorture/locktorture/history"
 )
 
 // probeMarks records, at the instant a fault says it took effect, whether

@@ -9,8 +9,8 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
-	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/cluster/clustertest"
+	"github.com/locktorture/locktorture/history"
 )
 
 // TestNoVerdictWithoutEvidence: a run that took no lock, or whose fault

@@ -77,8 +77,8 @@ type Hello struct {
 	CommandTimeoutMs int64 `json:"command_timeout_ms"`
 	// RedisRetries, when set, is how often the client retries a command
 	// that failed on the network (--redis-retries; -1: never).
-	RedisRetries *int `json:"redis_retries,omitempty"`
-	Seed             int64 `json:"seed"`
+	RedisRetries *int  `json:"redis_retries,omitempty"`
+	Seed         int64 `json:"seed"`
 	// AwaitGo: the program must wait for the go of each step before its
 	// command. False in a run without faults, where nothing acts at steps:
 	// the program may then send at once. The go comes in every run, so a
