@@ -6,7 +6,8 @@
 # first on PATH), and node-redis (the node-redis lock program; the harness
 # puts Debian's module folders on NODE_PATH, so check the same way), from
 # Debian's packages; python3-django-redis for the django-redis program
-# (a lock that names its own key).
+# (a lock that names its own key), and PHP with phpredis and Laravel's
+# cache and Redis components for the bug museum's Laravel exhibit.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -15,6 +16,11 @@ command -v faketime >/dev/null 2>&1 || need+=(faketime)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 /usr/bin/python3 -c 'import django_redis' >/dev/null 2>&1 || need+=(python3-django-redis)
+# The bug museum's PHP exhibit: Laravel's cache lock over phpredis.
+command -v php >/dev/null 2>&1 || need+=(php-cli)
+php -r 'exit(class_exists("Redis") ? 0 : 1);' >/dev/null 2>&1 || need+=(php-redis)
+test -f /usr/share/php/Illuminate/Cache/PhpRedisLock.php || need+=(php-illuminate-cache)
+test -f /usr/share/php/Illuminate/Redis/autoload.php || need+=(php-illuminate-redis)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs node -e "require('redis')" >/dev/null 2>&1 || need+=(node-redis)
 if [ ${#need[@]} -eq 0 ]; then

@@ -10,8 +10,8 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/zeromicro/go-zero/core/logx"
 
@@ -19,14 +19,7 @@ import (
 	"github.com/locktorture/locktorture/locks/program"
 )
 
-// stdout keeps the process's own *os.File of fd 1 reachable. program.Main
-// serves the protocol on a second File of fd 1 and points os.Stdout at
-// stderr; the File it replaced, once collected, would have its finalizer
-// close fd 1 under the protocol, and the program's replies would fail.
-var stdout *os.File
-
 func main() {
-	stdout = os.Stdout
 	// go-zero logs through logx: errors, slow commands and a stat line a
 	// minute. None of it belongs on the protocol's stdout.
 	logx.Disable()
@@ -34,19 +27,8 @@ func main() {
 	program.Main(program.Program{
 		Entry: locks.Entry{Name: "go-zero", New: func(cfg locks.Config) (locks.Lock, error) { return newLock(cfg, keepalive) },
 			Topologies: []string{"single"}},
-		Version:  version("github.com/zeromicro/go-zero"),
-		Promises: program.Promises{Renewal: keepalive},
+		TTLGranularity: time.Second,
+		Version:        program.ModuleVersion("github.com/zeromicro/go-zero"),
+		Promises:       program.Promises{Renewal: keepalive},
 	})
-}
-
-// version is the version of module this binary holds.
-func version(module string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == module {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
 }

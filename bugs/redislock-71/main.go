@@ -9,36 +9,14 @@
 package main
 
 import (
-	"os"
-	"runtime/debug"
-
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/locks/program"
 )
 
-// stdout keeps the process's own *os.File of fd 1 reachable. program.Main
-// serves the protocol on a second File of fd 1 and points os.Stdout at
-// stderr; the File it replaced, once collected, would have its finalizer
-// close fd 1 under the protocol, and the program's replies would fail.
-var stdout *os.File
-
 func main() {
-	stdout = os.Stdout
 	program.Main(program.Program{
 		Entry: locks.Entry{Name: "redislock", New: newLock,
 			Topologies: []string{"single", "sentinel", "cluster"}},
-		Version: version("github.com/bsm/redislock"),
+		Version: program.ModuleVersion("github.com/bsm/redislock"),
 	})
-}
-
-// version is the version of module this binary holds.
-func version(module string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == module {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
 }
