@@ -16,34 +16,37 @@ const (
 	tableEnd   = "<!-- flags:end -->"
 )
 
-// TestFlagTableInReadme: the README's flag table is the one the
+// flagsPage is the page that holds the flag table.
+const flagsPage = "../docs/running.md"
+
+// TestFlagTableInDocs: the flag table of docs/running.md is the one the
 // declarations make.
-func TestFlagTableInReadme(t *testing.T) {
+func TestFlagTableInDocs(t *testing.T) {
 	want, err := FlagTable(locktorture.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile(flagsPage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	i, j := strings.Index(readme, tableBegin), strings.Index(readme, tableEnd)
+	page := string(b)
+	i, j := strings.Index(page, tableBegin), strings.Index(page, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README has no %q ... %q section", tableBegin, tableEnd)
+		t.Fatalf("%s has no %q ... %q section", flagsPage, tableBegin, tableEnd)
 	}
-	got := readme[i+len(tableBegin) : j]
+	got := page[i+len(tableBegin) : j]
 	if got == want {
 		return
 	}
-	if os.Getenv("UPDATE_README") != "" {
-		readme = readme[:i+len(tableBegin)] + want + readme[j:]
-		if err := os.WriteFile("../README.md", []byte(readme), 0o644); err != nil {
+	if os.Getenv("UPDATE_DOCS") != "" {
+		page = page[:i+len(tableBegin)] + want + page[j:]
+		if err := os.WriteFile(flagsPage, []byte(page), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README flag table differs from the declarations (UPDATE_README=1 go test ./cli -run FlagTable rewrites it); want:\n%s", want)
+	t.Errorf("%s: the flag table differs from the declarations (UPDATE_DOCS=1 go test ./cli -run FlagTable rewrites it); want:\n%s", flagsPage, want)
 }
 
 var helpFlag = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)

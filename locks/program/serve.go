@@ -345,6 +345,11 @@ func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) e
 	for r := range reqs {
 		c := &served{id: r.ID}
 		rctx := context.WithValue(ctx, reqKey{}, c)
+		if r.Client != nil {
+			// A lock shared by several clients learns which one calls,
+			// as an in-process lock does (locks.ClientFrom).
+			rctx = locks.WithClient(rctx, *r.Client)
+		}
 		if !s.shared {
 			s.mu.Lock()
 			s.token = r.Token
