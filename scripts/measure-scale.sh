@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Measures what the verdict costs at scale on this machine, as the README's
-# "Scale and speed" reports it:
+# Measures what the verdict costs at scale on this machine, as
+# results/README.md's "Scale and speed, measured" reports it:
 #   1. redis-benchmark's SET NX PX (8 connections, 8 keys): the yardstick;
 #   2. a fault-free token run at full speed, 8 clients on 8 keys, long
 #      enough for about OPS lock operations: its rate, and peak RSS;

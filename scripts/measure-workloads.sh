@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the harness at full speed in every built-in workload, as issue
-# figures and the README's "Scale and speed" table report them: for each
+# figures and results/README.md's "Scale and speed, measured" report them: for each
 # lock + workload, a fault-free run of 8 clients on 8 keys with zero hold
 # and a 1 s TTL, then `torture check` and `torture report` of its history.
 # Prints one table row per run: lock operations, their rate, peak RSS of
