@@ -2,7 +2,8 @@
 // package locktorture does the work. Its Main takes the registries the
 // command draws on, so a team's own main, with its locks, faults, workloads
 // and checkers registered beside the built-ins, gets every subcommand
-// (run, check, report, matrix, list, clean, image) for them:
+// (run, check, report, matrix, shrink, serve, list, clean, image, museum)
+// for them:
 //
 //	func main() {
 //		regs := locktorture.Builtin()
