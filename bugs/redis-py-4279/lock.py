@@ -39,10 +39,7 @@ from routes import hostport
 TIMEOUT_ZERO = "--timeout-zero" in sys.argv
 harness = Harness()
 hello = harness.hello
-ttl = hello["ttl_ms"] / 1000.0
-wait = hello["wait_ms"] / 1000.0
-pause = max(hello["retry"]["max_ms"], 1) / 1000.0
-command_timeout = hello["command_timeout_ms"] / 1000.0 or None
+ttl, wait, pause, command_timeout = harness.ttl, harness.wait, harness.pause, harness.timeout
 host, port = hostport(hello["addrs"][0])
 client = redis.Redis(host=host, port=port, socket_timeout=command_timeout,
                      socket_connect_timeout=command_timeout)

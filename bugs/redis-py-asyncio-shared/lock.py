@@ -25,9 +25,6 @@ Topology single only.
 """
 
 import asyncio
-import contextvars
-import json
-import os
 import sys
 import threading
 
@@ -38,6 +35,7 @@ import redis.lock
 from redis.exceptions import LockError, LockNotOwnedError
 
 from lockproto import Harness
+from lockproto_asyncio import AioHarness
 from routes import hostport
 
 THREADS = "--threads" in sys.argv
@@ -59,12 +57,8 @@ def reply_of_release(err):
 
 def serve_threads():
     harness = Harness()
-    hello = harness.hello
-    ttl = hello["ttl_ms"] / 1000.0
-    wait = hello["wait_ms"] / 1000.0
-    pause = max(hello["retry"]["max_ms"], 1) / 1000.0
-    timeout = hello["command_timeout_ms"] / 1000.0 or None
-    host, port = hostport(hello["addrs"][0])
+    ttl, wait, pause, timeout = harness.ttl, harness.wait, harness.pause, harness.timeout
+    host, port = hostport(harness.hello["addrs"][0])
     client = redis.Redis(host=host, port=port, socket_timeout=timeout, socket_connect_timeout=timeout)
 
     class SteppedLock(redis.lock.Lock):
@@ -114,98 +108,11 @@ def serve_threads():
 
 # --- the bug: the asyncio Lock, one task per client -------------------------
 
-# The id of the request a task serves, for its steps (0 in none).
-REQUEST = contextvars.ContextVar("request", default=0)
-
-
-class AioHarness:
-    """lockproto.py's protocol, versions 1 and 2, on an asyncio event loop.
-
-    Everything runs on the loop's one thread: one task reads stdin (a go
-    resolves its step's future; a request goes to its client's queue) and
-    each client's requests are served in order by a task of that client's
-    own. Lines are written whole by that one thread, so they never
-    interleave.
-    """
-
-    def __init__(self):
-        self.steps = 0
-        self.goes = {}
-        self.queues = {}
-        self.tasks = []
-
-    def send(self, msg):
-        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
-        while data:
-            data = data[os.write(1, data):]
-
-    async def open(self):
-        loop = asyncio.get_running_loop()
-        self.reader = asyncio.StreamReader(limit=2 << 20)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader), sys.stdin)
-        line = await self.reader.readline()
-        self.hello = json.loads(line) if line else {}
-        if self.hello.get("type") != "hello":
-            raise SystemExit("expected the harness's hello, got %r" % line)
-        self.shared = self.hello.get("protocol") == 2
-        self.await_go = self.hello.get("await_go", True)
-
-    async def step(self, point):
-        """Announce the next command and wait for the harness's go."""
-        self.steps += 1
-        n = self.steps
-        fut = None
-        if self.await_go:
-            fut = self.goes[n] = asyncio.get_running_loop().create_future()
-        self.send({"type": "step", "step": n, "point": point, "request": REQUEST.get()})
-        if fut is not None:
-            await fut
-        return n
-
-    async def serve(self, name, version, promises, acquire, release, **hello):
-        self.send(dict(hello, type="hello", protocol=2 if self.shared else 1, name=name,
-                       version=version, promises=promises, skips_go=True))
-        loop = asyncio.get_running_loop()
-
-        async def client_task(q):
-            while True:
-                req = await q.get()
-                REQUEST.set(req["id"])
-                fn = acquire if req["type"] == "acquire" else release
-                reply = await fn(req["key"], req["token"])
-                reply.update({"type": "reply", "id": req["id"]})
-                self.send(reply)
-                REQUEST.set(0)
-
-        while True:
-            line = await self.reader.readline()
-            if not line:
-                return  # stdin closed: the run is over
-            msg = json.loads(line)
-            if msg.get("type") == "go":
-                fut = self.goes.pop(msg.get("step"), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(None)
-                continue
-            if msg.get("type") not in ("acquire", "release"):
-                continue
-            c = msg.get("client", 0)
-            q = self.queues.get(c)
-            if q is None:
-                q = self.queues[c] = asyncio.Queue()
-                self.tasks.append(loop.create_task(client_task(q), context=contextvars.Context()))
-            q.put_nowait(msg)
-
-
 async def serve_tasks():
     h = AioHarness()
     await h.open()
-    hello = h.hello
-    ttl = hello["ttl_ms"] / 1000.0
-    wait = hello["wait_ms"] / 1000.0
-    pause = max(hello["retry"]["max_ms"], 1) / 1000.0
-    timeout = hello["command_timeout_ms"] / 1000.0 or None
-    host, port = hostport(hello["addrs"][0])
+    ttl, wait, pause, timeout = h.ttl, h.wait, h.pause, h.timeout
+    host, port = hostport(h.hello["addrs"][0])
     client = redis.asyncio.Redis(host=host, port=port, socket_timeout=timeout, socket_connect_timeout=timeout)
 
     class SteppedLock(redis.asyncio.lock.Lock):

@@ -30,6 +30,17 @@ PROTOCOL = 1
 SHARED = 2  # the version that serves several clients at once
 
 
+def settings_from(h, hello):
+    """Sets on h the hello's settings in seconds, as a Python library takes
+    them: ttl, wait (how long one acquire may retry), pause (the fixed pause
+    between attempts: the retry's longest) and timeout (per command; None
+    for the library's own)."""
+    h.ttl = hello.get("ttl_ms", 0) / 1000.0
+    h.wait = hello.get("wait_ms", 0) / 1000.0
+    h.pause = max(hello.get("retry", {}).get("max_ms", 1), 1) / 1000.0
+    h.timeout = hello.get("command_timeout_ms", 0) / 1000.0 or None
+
+
 class Harness:
     def __init__(self, stdin=None, stdout_fd=1):
         self._in = stdin if stdin is not None else sys.stdin.buffer
@@ -51,6 +62,7 @@ class Harness:
         self.shared = self.hello.get("protocol") == SHARED
         self.clients = self.hello.get("clients") or [self.hello.get("client", 0)]
         self._await = self.hello.get("await_go", True)
+        settings_from(self, self.hello)
 
     def send(self, msg):
         data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()

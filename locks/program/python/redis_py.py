@@ -35,10 +35,7 @@ EXTEND = "--extend" in sys.argv
 SHARED_TOKEN = "--shared-token" in sys.argv
 harness = Harness()
 hello = harness.hello
-ttl = hello["ttl_ms"] / 1000.0
-wait = hello["wait_ms"] / 1000.0
-pause = max(hello["retry"]["max_ms"], 1) / 1000.0
-timeout = hello["command_timeout_ms"] / 1000.0 or None
+ttl, wait, pause, timeout = harness.ttl, harness.wait, harness.pause, harness.timeout
 
 
 def connect():

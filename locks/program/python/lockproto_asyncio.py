@@ -1,0 +1,100 @@
+"""The program side of locktorture's lock protocol, versions 1 and 2, on an
+asyncio event loop: lockproto.py's twin for a library whose lock is a
+coroutine (redis.asyncio). A program makes an AioHarness, awaits open()
+(the hello), then awaits serve() with two coroutine functions, one that
+acquires a key and one that releases it; before each Redis command it
+awaits step(point). Under version 2 each client is served by an asyncio
+task of its own on the one loop, as the coroutines of an application share
+the lock objects it made.
+"""
+
+import asyncio
+import contextvars
+import json
+import os
+import sys
+
+from lockproto import settings_from
+
+# The id of the request a task serves, for its steps (0 in none).
+REQUEST = contextvars.ContextVar("request", default=0)
+
+
+class AioHarness:
+    """lockproto.py's protocol, versions 1 and 2, on an asyncio event loop.
+
+    Everything runs on the loop's one thread: one task reads stdin (a go
+    resolves its step's future; a request goes to its client's queue) and
+    each client's requests are served in order by a task of that client's
+    own. Lines are written whole by that one thread, so they never
+    interleave.
+    """
+
+    def __init__(self):
+        self.steps = 0
+        self.goes = {}
+        self.queues = {}
+        self.tasks = []
+
+    def send(self, msg):
+        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        while data:
+            data = data[os.write(1, data):]
+
+    async def open(self):
+        loop = asyncio.get_running_loop()
+        self.reader = asyncio.StreamReader(limit=2 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.reader), sys.stdin)
+        line = await self.reader.readline()
+        self.hello = json.loads(line) if line else {}
+        if self.hello.get("type") != "hello":
+            raise SystemExit("expected the harness's hello, got %r" % line)
+        self.shared = self.hello.get("protocol") == 2
+        self.await_go = self.hello.get("await_go", True)
+        settings_from(self, self.hello)
+
+    async def step(self, point):
+        """Announce the next command and wait for the harness's go."""
+        self.steps += 1
+        n = self.steps
+        fut = None
+        if self.await_go:
+            fut = self.goes[n] = asyncio.get_running_loop().create_future()
+        self.send({"type": "step", "step": n, "point": point, "request": REQUEST.get()})
+        if fut is not None:
+            await fut
+        return n
+
+    async def serve(self, name, version, promises, acquire, release, **hello):
+        self.send(dict(hello, type="hello", protocol=2 if self.shared else 1, name=name,
+                       version=version, promises=promises, skips_go=True))
+        loop = asyncio.get_running_loop()
+
+        async def client_task(q):
+            while True:
+                req = await q.get()
+                REQUEST.set(req["id"])
+                fn = acquire if req["type"] == "acquire" else release
+                reply = await fn(req["key"], req["token"])
+                reply.update({"type": "reply", "id": req["id"]})
+                self.send(reply)
+                REQUEST.set(0)
+
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                return  # stdin closed: the run is over
+            msg = json.loads(line)
+            if msg.get("type") == "go":
+                fut = self.goes.pop(msg.get("step"), None)
+                if fut is not None and not fut.done():
+                    fut.set_result(None)
+                continue
+            if msg.get("type") not in ("acquire", "release"):
+                continue
+            c = msg.get("client", 0)
+            q = self.queues.get(c)
+            if q is None:
+                q = self.queues[c] = asyncio.Queue()
+                self.tasks.append(loop.create_task(client_task(q), context=contextvars.Context()))
+            q.put_nowait(msg)
