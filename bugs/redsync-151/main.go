@@ -9,8 +9,6 @@ package main
 
 import (
 	"os"
-	"runtime"
-	"runtime/debug"
 	"slices"
 
 	"github.com/locktorture/locktorture/locks"
@@ -19,27 +17,10 @@ import (
 
 func main() {
 	watchdog := slices.Contains(os.Args[1:], "--watchdog")
-	// program.Main points os.Stdout at stderr; the original *os.File must
-	// stay reachable, or its cleanup closes fd 1, the protocol's stdout,
-	// at the next garbage collection and the program falls silent.
-	stdout := os.Stdout
-	defer runtime.KeepAlive(stdout)
 	program.Main(program.Program{
 		Entry: locks.Entry{Name: "redsync", New: func(cfg locks.Config) (locks.Lock, error) { return newLock(cfg, watchdog) },
 			Topologies: []string{"single", "redlock"}},
-		Version:  version("github.com/go-redsync/redsync/v4"),
+		Version:  program.ModuleVersion("github.com/go-redsync/redsync/v4"),
 		Promises: program.Promises{Renewal: watchdog},
 	})
-}
-
-// version is the version of module this binary holds.
-func version(module string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == module {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
 }
