@@ -20,7 +20,7 @@ import (
 // Config.CommandTimeout as its connection timeout.
 //
 // What the library does: a lock is a majority (2) of 3 keys
-// (rueidislock:<i>:<key>) on the one node, each SET NX PXAT with a random
+// (rueidislock:<i>:<key>, named to the faults by StoredKey) on the one node, each SET NX PXAT with a random
 // value of the library's own (Lease.Token is the harness's NewToken value,
 // which only names the acquisition in the history), each key tried for at
 // most 20 ms. Held keys are extended every half of the validity (the TTL
@@ -70,6 +70,14 @@ func newRueidislock(cfg locks.Config) (locks.Lock, error) {
 	}
 	return &rueidislockLock{cfg: cfg, locker: locker}, nil
 }
+
+// StoredKey implements locks.KeyNamer: the library writes three keys of
+// its own making, "rueidislock:<i>:<key>", and holds the lock while it has
+// two of them; the first is the one it always takes. (Its value is the
+// library's own random bytes, so a fault that compares a key's value with
+// the lease's token does not find it; one that reads whether a key exists
+// does.)
+func (l *rueidislockLock) StoredKey(key string) string { return "rueidislock:0:" + key }
 
 // Close closes the library's client, ending its background goroutines.
 func (l *rueidislockLock) Close() error {
