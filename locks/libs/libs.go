@@ -27,7 +27,7 @@ func Entries() []locks.Entry {
 		{Name: "redsync-redlock", Summary: "go-redsync/redsync v4, one pool per master (Redlock): quorum within the TTL; like redlock, a master restarting empty breaks it", Nodes: locks.RedlockNodes, New: newRedsync("redsync-redlock", locks.RedlockNodes)},
 		{Name: "redislock", Summary: "bsm/redislock: SET NX PX token via Lua, compare-and-delete; like token, long work gives two holders", New: newRedislock},
 		{Name: "rueidislock", Summary: "rueidis rueidislock: 2 of 3 keys, renewed every ttl/2, waiters woken by client-side caching: survives long work, not a pause", New: newRueidislock,
-			RenewsUnseen: true},
+			RenewsUnseen: true, Topologies: []string{"single", "redlock"}},
 	}
 }
 
