@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/nemesis"
@@ -104,9 +104,7 @@ func (c *longHoldsJudge) Judge(_ context.Context, w *checker.Window) checker.Res
 // finds the fault's windows in the history and summary and the checker's
 // anomalies in the report: the same doors the built-ins use.
 func TestOutsideFaultAndChecker(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	regs := locktorture.Builtin()
 	if err := regs.Faults.Register(nemesis.Entry{Name: "flush-keys", Summary: "FLUSHALL on every node",
 		New: func(nemesis.Options) nemesis.Fault { return flushKeys{} }}); err != nil {

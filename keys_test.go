@@ -2,7 +2,6 @@ package locktorture_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks"
 )
 
@@ -82,11 +82,7 @@ func keyedRun(lock, topology string, faults ...string) locktorture.Options {
 // a lease under the key asked for, and the run is untested and says what
 // the fault waited for and what would match.
 func TestLockThatNamesItsKey(t *testing.T) {
-	for _, bin := range []string{"redis-server", "redis-sentinel"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed", bin)
-		}
-	}
+	clustertest.Need(t, "redis-server", "redis-sentinel")
 	regs := withPrefixLocks(t)
 	for _, tc := range []struct {
 		name string

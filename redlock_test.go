@@ -16,6 +16,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/settings"
@@ -32,9 +33,7 @@ import (
 
 func needRedlockDeps(t *testing.T, faketime bool) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	if faketime {
 		if _, err := exec.LookPath("faketime"); err != nil {
 			t.Skip("faketime not installed (apt-get install -y faketime)")

@@ -3,7 +3,6 @@ package locktorture_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/history"
 	"github.com/redis/go-redis/v9"
 )
@@ -30,9 +30,7 @@ func (quiet) Printf(context.Context, string, ...any) {}
 // CI every integration test runs.
 func needRedis(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 }
 
 // short returns options for a run of a few seconds with a short TTL, so a

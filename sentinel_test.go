@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/settings"
 )
 
@@ -81,11 +82,7 @@ func redisChildren(t *testing.T) []string {
 
 func needSentinelBinaries(t *testing.T) {
 	t.Helper()
-	for _, b := range []string{"redis-server", "pgrep"} {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("%s not installed", b)
-		}
-	}
+	clustertest.Need(t, "redis-server", "pgrep")
 }
 
 // TestSentinel puts single-instance locks on a master with two replicas

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/internal/needdocker"
 )
 
@@ -34,9 +35,7 @@ func buildTorture(t *testing.T) string {
 // of any of the runs.
 func TestSignalsAndClean(t *testing.T) {
 	needdocker.Need(t)
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	bin := buildTorture(t)
 	tmp := t.TempDir() // the runs' TMPDIR, where the local backend's dirs go
 	interrupted, out := startPausing(t, bin, tmp, "docker")

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // TestBadInput: every mistake a user can make gets one line naming it and
@@ -77,9 +78,7 @@ func TestBadInput(t *testing.T) {
 // TestRunCheckAndGate runs a breaking lock through the CLI, re-checks its
 // folder, and gates on --expect; it needs redis-server.
 func TestRunCheckAndGate(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	out := t.TempDir()
 	base := []string{"run", "--lock", "set-px", "--ttl", "200ms", "--hold", "5ms..20ms", "--overrun", "0.3",
 		"--duration", "3s", "--seed", "7", "--out", out, "--run-id", "gate"}
@@ -351,9 +350,7 @@ func TestMatrixBadInput(t *testing.T) {
 // work must show a foreign release, token without faults must hold. The
 // same cells with a wrong expectation give exit 1. It needs redis-server.
 func TestMatrix(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	dir := t.TempDir()
 	const cells = `
 defaults: {clients: 4, ttl: 200ms, hold: 5ms..20ms, duration: 2s, check-timeout: 30s}

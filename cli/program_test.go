@@ -3,19 +3,16 @@ package cli
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // TestLockProgramErrors: through the command line, a lock program that
 // breaks the protocol ends the run with one line and exit code 2.
 func TestLockProgramErrors(t *testing.T) {
-	for _, bin := range []string{"redis-server", "redis-sentinel"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skip(bin + " not installed")
-		}
-	}
+	clustertest.Need(t, "redis-server", "redis-sentinel")
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -53,9 +50,7 @@ func TestLockProgramErrors(t *testing.T) {
 // TestUntestedFailsGate: a run whose fault never took effect is not a pass
 // under --expect valid: exit 1, and the output says what was not tested.
 func TestUntestedFailsGate(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	args := []string{"run", "--lock", "token", "--faults", "crash-redis", "--target", "random", "--nemesis-interval", "1h",
 		"--duration", "1s", "--ttl", "300ms", "--expect", "valid", "--out", t.TempDir()}
 	var out, errb bytes.Buffer

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/shrink"
 	"github.com/locktorture/locktorture/summary"
 )
@@ -41,9 +42,7 @@ func breakingRun(lock, out, id string) []string {
 // same header (an exec: command line included, the program's own name no
 // flag) and the same verdict.
 func TestReplayLockPrograms(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	for _, tc := range []struct{ name, lock, program string }{
 		{"in-tree", "redis-py", "redis-py "},
 		{"exec", execToken(t), "exec-token 1"},
@@ -77,9 +76,7 @@ func TestReplayLockPrograms(t *testing.T) {
 // TestShrinkExecRun: torture shrink takes an exec: run that broke and
 // prints a smallest command that runs the same command line.
 func TestShrinkExecRun(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	out, lock := t.TempDir(), execToken(t)
 	if code, s := runFolder(t, breakingRun(lock, out, "orig"), filepath.Join(out, "orig")); code != exitInvalid {
 		t.Fatalf("the exec: run held: exit %d, %v", code, s.Counts)

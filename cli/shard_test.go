@@ -18,6 +18,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/matrix"
 )
 
@@ -144,9 +145,7 @@ func verdicts(t *testing.T, dir string) string {
 // failing cell's JUnit failures in the merged junit.xml. It needs
 // redis-server.
 func TestMatrixShardsMerge(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	dir := t.TempDir()
 	spec := writeSpec(t, dir, "four.yaml", fourCells)
 	whole := filepath.Join(dir, "whole")
@@ -188,9 +187,7 @@ func TestMatrixShardsMerge(t *testing.T) {
 // matrix (after two runs finished), starts it again with --resume, and
 // finds every run once: none of the finished ones again, none missing.
 func TestMatrixKilledResumes(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	bin := buildTorture(t)
 	dir := t.TempDir()
 	spec := writeSpec(t, dir, "three.yaml", `seeds: 1..2

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,9 +18,7 @@ import (
 // gets one connection per master that honours context deadlines, and Close
 // leaves no process behind.
 func TestStartRedlock(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	ctx := context.Background()
 	for _, tc := range []struct{ nodes, want int }{{0, cluster.DefaultRedlockNodes}, {3, 3}} {
 		topo, err := cluster.StartTopology(ctx, "redlock", cluster.TopologyOptions{Nodes: tc.nodes})

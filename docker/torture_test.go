@@ -17,6 +17,7 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/docker"
 	"github.com/locktorture/locktorture/internal/needdocker"
 )
@@ -48,14 +49,7 @@ torture matrix merge --out /tmp/merged /tmp/shard-*; echo "== exit $?"
 // image does.
 func TestTortureImage(t *testing.T) {
 	needdocker.Need(t)
-	for _, bin := range []string{"redis-server", "python3", "node", "dpkg-query", "go", "git"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("CI is set but %s is not installed (scripts/install-deps.sh)", bin)
-			}
-			t.Skipf("%s not installed", bin)
-		}
-	}
+	clustertest.Need(t, "redis-server", "python3", "node", "dpkg-query", "go", "git")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	root, err := filepath.Abs("..")

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,9 +20,7 @@ import (
 // direct client to each (the inspector's view, not a lock's).
 func masters(t *testing.T, n int) (*cluster.Local, []*redis.Client) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	l, err := cluster.StartLocal(context.Background(), n, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)

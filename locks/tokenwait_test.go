@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,9 +20,7 @@ import (
 // them with a direct client to each.
 func masterWithReplica(t *testing.T) (replica *cluster.Node, master, rep *redis.Client) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	ctx := context.Background()
 	l, err := cluster.NewLocal(cluster.Options{})
 	if err != nil {

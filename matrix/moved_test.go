@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/report"
 )
@@ -38,9 +38,7 @@ cells:
 // them still resolves (files and #anchors), and no file they hold names
 // the folder they were written in or the one they moved to.
 func TestMovedFoldersKeepTheirLinks(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	ctx := context.Background()
 	base := t.TempDir()
 	results, out := filepath.Join(base, "written", "results"), filepath.Join(base, "written", "matrix")

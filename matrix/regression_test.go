@@ -2,11 +2,10 @@ package matrix
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/locktorture/locktorture"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // TestRegression runs regression.yaml: every failure story the harness must
@@ -14,14 +13,7 @@ import (
 // cell that does not go as expected fails its own subtest with what it
 // found and where its run folder is.
 func TestRegression(t *testing.T) {
-	for _, bin := range []string{"redis-server", "faketime"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not installed; .ci/run installs it (scripts/install-deps.sh)", bin)
-			}
-			t.Skipf("%s not installed (scripts/install-deps.sh)", bin)
-		}
-	}
+	clustertest.Need(t, "redis-server", "faketime")
 	spec, err := Load("regression.yaml", locktorture.Registries{})
 	if err != nil {
 		t.Fatal(err)

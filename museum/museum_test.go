@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
 // write makes files (name -> content) under dir.
@@ -67,9 +69,7 @@ func TestLoadRefuses(t *testing.T) {
 // and one whose Debian package is not at its version, are each one line
 // naming it, and the museum still runs the others.
 func TestExhibitsThatCannotBeShown(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	tmp := t.TempDir()
 	torture := filepath.Join(tmp, "torture")
 	if out, err := exec.Command("go", "build", "-o", torture, "../cmd/torture").CombinedOutput(); err != nil {

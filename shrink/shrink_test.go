@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/summary"
 )
@@ -216,9 +216,7 @@ func TestParseTarget(t *testing.T) {
 // began with, and its smallest run, kept on disk with its report, shows the
 // same kind and class. It needs redis-server.
 func TestShrinkRealRun(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	dir := t.TempDir()
 	o := locktorture.DefaultOptions()
 	o.Lock, o.Clients, o.Keys, o.Overrun, o.Seed = "set-px", 6, 1, 0.3, 11

@@ -5,17 +5,29 @@ package clustertest
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/locktorture/locktorture/cluster"
 )
 
-// Need skips t when redis-server is not installed.
-func Need(t testing.TB) {
+// Need skips t when one of bins (redis-server when none is named) is not
+// installed, except in CI (CI set), which installs them all
+// (scripts/install-deps.sh) and where a skip would hide a broken test:
+// there it fails.
+func Need(t testing.TB, bins ...string) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
+	if len(bins) == 0 {
+		bins = []string{"redis-server"}
+	}
+	for _, bin := range bins {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI is set but %s is not installed: scripts/install-deps.sh installs it", bin)
+			}
+			t.Skipf("%s not installed (scripts/install-deps.sh)", bin)
+		}
 	}
 }
 

@@ -2,13 +2,13 @@ package libs_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/cluster/clustertest"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/locks/libs"
 )
@@ -40,9 +40,7 @@ func redlockOptions(lock string, seed int64) locktorture.Options {
 // TestThirdPartyLocks puts each library through the breaking and holding
 // cases of its built-in counterpart, on real redis-server processes.
 func TestThirdPartyLocks(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
-	}
+	clustertest.Need(t)
 	overrun := func(lock string, seed int64) func() locktorture.Options {
 		return func() locktorture.Options {
 			o := short(lock, seed)
