@@ -257,14 +257,7 @@ func spanOf(r checker.Report, kind checker.Kind) string {
 // the whole-history check finds it.
 func TestStreamKeepsNoTTLOfFinishedHolds(t *testing.T) {
 	b := histgen.NewBuilder(t, 1000)
-	at := 1.0
-	for i := range 10000 {
-		c := i % 4
-		lease := fmt.Sprint("l", i)
-		b.Acquire(c, c, lease, at, at+0.01)
-		b.Release(c, c, lease, at+0.02, at+0.03, true)
-		at += 0.04
-	}
+	at := b.Turns(10000, 1, 0.04)
 	// Client 0 takes the key, and client 1 is granted it within that lease.
 	b.Acquire(0, 0, "x", at, at+0.01)
 	b.Acquire(1, 1, "y", at+0.1, at+0.11)
@@ -291,14 +284,7 @@ func TestStreamKeepsNoTTLOfFinishedHolds(t *testing.T) {
 func TestStreamKeepsWhatAFailedAcquireSaw(t *testing.T) {
 	for _, free := range []float64{-15, 1, 5, 10, 50} {
 		b := histgen.NewBuilder(t, 100)
-		at := 1.0
-		for i := range 2000 {
-			c := i % 4
-			lease := fmt.Sprint("l", i)
-			b.Acquire(c, c, lease, at, at+0.01)
-			b.Release(c, c, lease, at+0.02, at+0.03, true)
-			at += 0.04
-		}
+		at := b.Turns(2000, 1, 0.04)
 		b.Acquire(0, 0, "last", at, at+0.01)
 		b.Release(0, 0, "last", at+20, at+20.01, true)
 		call := at + 20 + free

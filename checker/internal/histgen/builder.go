@@ -1,6 +1,7 @@
 package histgen
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -150,6 +151,20 @@ func (b *Builder) FaultOn(name, target string, from, to float64) *Builder {
 
 // Build orders the events by time (completions before invocations at the
 // same instant, as a recorder would have them when a client moves on at
+// Turns adds n holds of one key taken in turn by four clients from at on,
+// one every `every` seconds, each acquired and released well within it,
+// and returns the time after the last: a busy key's finished past.
+func (b *Builder) Turns(n int, at, every float64) float64 {
+	for i := range n {
+		c := i % 4
+		lease := fmt.Sprint("l", i)
+		b.Acquire(c, c, lease, at, at+every/4)
+		b.Release(c, c, lease, at+every/2, at+every*3/4, true)
+		at += every
+	}
+	return at
+}
+
 // once) and validates them.
 func (b *Builder) Build() *history.History {
 	b.t.Helper()
