@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/locktorture/locktorture/internal/procmark"
 )
 
 // Removed is what a clean-up removed.
@@ -164,10 +166,8 @@ func Clean(ctx context.Context, opts CleanOptions) (Removed, error) {
 }
 
 // ProgramEnv marks every lock program a harness starts (locks/program):
-// its value is the harness's pid, so that `torture clean` can find a
-// program whose harness died without taking it along (one that escaped its
-// process group, or on a system without Linux's parent-death signal).
-const ProgramEnv = "LOCKTORTURE_HARNESS_PID"
+// its value is the harness's pid (see internal/procmark).
+const ProgramEnv = procmark.HarnessPID
 
 // killPrograms kills, from /proc, every process marked with ProgramEnv by a
 // harness that is dead (by any harness, with all) and returns their pids.

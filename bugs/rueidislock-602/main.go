@@ -10,18 +10,19 @@ package main
 import (
 	"flag"
 
+	"github.com/locktorture/locktorture/bugs/rueidislock-adapter"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/locks/program"
 )
 
 func main() {
-	var opt options
-	flag.StringVar(&opt.keyPrefix, "key-prefix", "", "LockerOption.KeyPrefix (the library's default: rueidislock)")
-	flag.BoolVar(&opt.noLoopTracking, "no-loop-tracking", false, "LockerOption.NoLoopTracking")
-	flag.DurationVar(&opt.tryNextAfter, "try-next-after", 0, "LockerOption.TryNextAfter (the library's default: 20ms)")
+	var opt adapter.Options
+	flag.StringVar(&opt.KeyPrefix, "key-prefix", "", "LockerOption.KeyPrefix (the library's default: rueidislock)")
+	flag.BoolVar(&opt.NoLoopTracking, "no-loop-tracking", false, "LockerOption.NoLoopTracking")
+	flag.DurationVar(&opt.TryNextAfter, "try-next-after", 0, "LockerOption.TryNextAfter (the library's default: 20ms)")
 	flag.Parse()
 	program.Main(program.Program{
-		Entry: locks.Entry{Name: "rueidislock", New: func(cfg locks.Config) (locks.Lock, error) { return newLock(cfg, opt) },
+		Entry: locks.Entry{Name: "rueidislock", New: func(cfg locks.Config) (locks.Lock, error) { return adapter.New(cfg, opt) },
 			Topologies: []string{"single"}},
 		Version:  program.ModuleVersion("github.com/redis/rueidis"),
 		Promises: program.Promises{Renewal: true},

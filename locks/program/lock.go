@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locktorture/locktorture/cluster"
+	"github.com/locktorture/locktorture/internal/procmark"
 	"github.com/locktorture/locktorture/locks"
 )
 
@@ -110,7 +110,7 @@ func New(c Command, cfg locks.Config) (*Lock, error) {
 		return nil, fatal("config needs Rand and NewToken")
 	}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-	cmd.Env = append(append(os.Environ(), cluster.ProgramEnv+"="+strconv.Itoa(os.Getpid())), c.Env...)
+	cmd.Env = append(append(os.Environ(), procmark.HarnessPID+"="+strconv.Itoa(os.Getpid())), c.Env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fatal("stdin: %v", err)

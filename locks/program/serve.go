@@ -396,6 +396,11 @@ func (s *server) acquired(reply map[string]any, c *served, lease *locks.Lease, e
 		if lease.Stored != "" {
 			reply["key"] = lease.Stored
 		}
+		if !lease.Sent.IsZero() {
+			// The lock named its writing command (not its last): the
+			// lease began at the step sent just before it.
+			reply["from_step"] = s.stepBefore(c, lease.Sent)
+		}
 		if s.promises.Fencing && lease.Fence > 0 {
 			reply["fence"] = lease.Fence
 		}

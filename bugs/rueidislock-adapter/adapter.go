@@ -1,4 +1,8 @@
-package main
+// Package adapter puts redis/rueidis's rueidislock under locktorture, for
+// the museum's rueidislock exhibits: one source that compiles against every
+// version they pin (v1.0.43 to v1.0.70). Its module requires the oldest of
+// them, so each exhibit's own pin is the version its binary holds.
+package adapter
 
 import (
 	"context"
@@ -37,7 +41,7 @@ import (
 // Nothing of the library's locking is done here.
 type lock struct {
 	cfg    locks.Config
-	opt    options
+	opt    Options
 	locker rueidislock.Locker
 
 	mu       sync.Mutex
@@ -47,11 +51,11 @@ type lock struct {
 	renewing map[int]bool             // clients with a renewal open (one at a time, as a watchdog)
 }
 
-// options are the program's flags: LockerOption fields.
-type options struct {
-	keyPrefix      string
-	noLoopTracking bool
-	tryNextAfter   time.Duration
+// Options are the program's flags: LockerOption fields.
+type Options struct {
+	KeyPrefix      string
+	NoLoopTracking bool
+	TryNextAfter   time.Duration
 }
 
 // hold is a lease's state: Lease.Handle.
@@ -87,12 +91,14 @@ const (
 	shaDelete  = "9eb62214c9af87ae5f9a9f12bb4520281c0d2ae1" // if GET == value: DEL
 )
 
-func newLock(cfg locks.Config, opt options) (locks.Lock, error) {
+// New builds one lock object over a Locker of its own, dialled to the
+// master through cfg.Dial, with the LockerOption fields opt sets.
+func New(cfg locks.Config, opt Options) (locks.Lock, error) {
 	if len(cfg.Addrs) == 0 || cfg.Dial == nil {
 		return nil, errors.New("rueidislock dials the master itself: topology single")
 	}
-	if opt.keyPrefix == "" {
-		opt.keyPrefix = "rueidislock" // the library's default
+	if opt.KeyPrefix == "" {
+		opt.KeyPrefix = "rueidislock" // the library's default
 	}
 	l := &lock{cfg: cfg, opt: opt, holds: map[string]*hold{}, exp: map[string]*[3]time.Time{},
 		noscript: map[string]func(error){}, renewing: map[int]bool{}}
@@ -114,7 +120,7 @@ func newLock(cfg locks.Config, opt options) (locks.Lock, error) {
 		co.DisableRetry = true
 	}
 	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: co, KeyValidity: cfg.TTL,
-		KeyPrefix: opt.keyPrefix, NoLoopTracking: opt.noLoopTracking, TryNextAfter: opt.tryNextAfter,
+		KeyPrefix: opt.KeyPrefix, NoLoopTracking: opt.NoLoopTracking, TryNextAfter: opt.TryNextAfter,
 		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
 			c, err := rueidis.NewClient(o)
 			return watched{Client: c, l: l}, err
@@ -128,14 +134,14 @@ func newLock(cfg locks.Config, opt options) (locks.Lock, error) {
 
 // StoredKey names key 0 of the three, the one a waiter must take first
 // (locks.KeyNamer). Its value is the library's, not the lease's token.
-func (l *lock) StoredKey(key string) string { return l.opt.keyPrefix + ":0:" + key }
+func (l *lock) StoredKey(key string) string { return l.opt.KeyPrefix + ":0:" + key }
 
 // Close closes the library's client when the process ends.
 func (l *lock) Close() error { l.locker.Close(); return nil }
 
 // keyIndex is i of the key <prefix>:<i>:<name>.
 func (l *lock) keyIndex(k string) (int, bool) {
-	p := l.opt.keyPrefix + ":"
+	p := l.opt.KeyPrefix + ":"
 	if len(k) > len(p)+1 && k[:len(p)] == p && k[len(p)] >= '0' && k[len(p)] <= '2' {
 		return int(k[len(p)] - '0'), true
 	}
