@@ -166,10 +166,15 @@ func (g *mutexGen) turn() {
 	g.emit(Spec{Client: w, Proc: c.proc, Op: history.Read, Key: "lock:0", Call: r0, Ret: r0 + g.lat(),
 		Status: history.OK, Value: history.Int64(g.counter)})
 	v := g.counter + 1
+	// The key, written by the time the acquire returned, runs out a ttl
+	// after its last write.
+	expiry := at + g.ttl
 	if g.o.Refresh && !overrun {
 		m := at + hold/2
+		ret := m + g.lat()
 		g.emit(Spec{Client: w, Proc: c.dog, Op: history.Refresh, Key: "lock:0", Lease: lease, TTL: g.o.TTL,
-			Call: m, Ret: m + g.lat(), Status: history.OK})
+			Call: m, Ret: ret, Status: history.OK})
+		expiry = ret + g.ttl
 	}
 	w0 := at + hold
 	w1 := w0 + g.lat()
@@ -177,7 +182,7 @@ func (g *mutexGen) turn() {
 	g.emit(Spec{Client: w, Proc: c.proc, Op: history.Write, Key: "lock:0", Call: w0, Ret: w1,
 		Status: history.OK, Value: history.Int64(v), Seq: g.seq})
 	g.counter = v
-	e1 := g.release(w, c, lease, at, w1, overrun)
+	e1 := g.release(w, c, lease, at, w1, expiry, overrun)
 	if g.rng.Float64() < g.o.Violate {
 		g.freeAt = at + hold/2
 	}
@@ -185,8 +190,10 @@ func (g *mutexGen) turn() {
 }
 
 // release ends client w's hold, acquired at at, after its write returned
-// at w1, and returns when the release returned.
-func (g *mutexGen) release(w int, c *genClient, lease string, at, w1 int64, overrun bool) int64 {
+// at w1, and returns when the release returned. A hold longer than its
+// lease (a short ttl) finds the key run out at expiry: its release deletes
+// nothing, as a correct lock's does.
+func (g *mutexGen) release(w int, c *genClient, lease string, at, w1, expiry int64, overrun bool) int64 {
 	e0 := w1 + g.lat()
 	e1 := e0 + g.lat()
 	switch {
@@ -203,7 +210,7 @@ func (g *mutexGen) release(w int, c *genClient, lease string, at, w1 int64, over
 		g.freeAt = e1
 	default:
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
-			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(true)})
+			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(e0 < expiry)})
 		g.freeAt = e1
 	}
 	return e1
