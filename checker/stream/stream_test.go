@@ -79,7 +79,8 @@ func startTimes(r checker.Report) string {
 // The windowed check must reach the verdict of the whole-history check, and
 // find the same anomalies (by kind and class), on generated histories of
 // every shape the generator makes: legal ones, lost replies, late SETs,
-// overruns and locks that grant twice, cut into windows much shorter than
+// overruns, locks that grant twice and locks that misreport what they did
+// to their own key, cut into windows much shorter than
 // the history (down to about one TTL) so that leases, holds and unknown
 // outcomes span many cuts.
 func TestStreamAgreesWithWholeHistory(t *testing.T) {
@@ -122,6 +123,9 @@ func streamAgreesOn(t *testing.T, seed int64) (checker.Verdict, int64) {
 	}
 	if r.Intn(3) == 0 {
 		o.Violate = r.Float64() * 0.2
+	}
+	if r.Intn(3) == 0 {
+		o.Lie = r.Float64() * 0.2
 	}
 	h := histgen.Mutex(t, o)
 	want := checker.Compose(mustSelect(t)...).Report(ctx, h)

@@ -37,6 +37,12 @@ type MutexOptions struct {
 	// effect, late: its SET ran as the lock freed (a paused Redis running
 	// what sat in its socket), and the key then blocked everyone for a ttl.
 	Orphan float64
+	// Lie is the probability that the lock misreports what it did to its
+	// own key: a release after the key ran out says it deleted it, one of
+	// a live key says it deleted nothing (and the key blocks everyone
+	// until it runs out), a holder that overruns has its watchdog say it
+	// extended the key after it ran out.
+	Lie float64
 }
 
 type genClient struct {
@@ -165,6 +171,11 @@ func (g *mutexGen) turn() {
 	r0 := at + g.lat()
 	g.emit(Spec{Client: w, Proc: c.proc, Op: history.Read, Key: "lock:0", Call: r0, Ret: r0 + g.lat(),
 		Status: history.OK, Value: history.Int64(g.counter)})
+	if overrun && g.lie() {
+		m := at + g.ttl + g.ttl/4
+		g.emit(Spec{Client: w, Proc: c.dog, Op: history.Refresh, Key: "lock:0", Lease: lease, TTL: g.o.TTL,
+			Call: m, Ret: m + g.lat(), Status: history.OK})
+	}
 	v := g.counter + 1
 	// The key, written by the time the acquire returned, runs out a ttl
 	// after its last write.
@@ -201,7 +212,7 @@ func (g *mutexGen) release(w int, c *genClient, lease string, at, w1, expiry int
 		// The key expired a ttl after the acquire returned at the
 		// latest; the next client may take it from then on.
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
-			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(false)})
+			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(g.lie())})
 		g.freeAt = at + g.ttl + g.lat()
 	case g.rng.Float64() < g.o.Unknown:
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
@@ -209,12 +220,21 @@ func (g *mutexGen) release(w int, c *genClient, lease string, at, w1, expiry int
 		c.proc = g.newProc()
 		g.freeAt = e1
 	default:
+		live, lied := e0 < expiry, g.lie()
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
-			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(e0 < expiry)})
+			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(live != lied)})
 		g.freeAt = e1
+		if live && lied {
+			g.freeAt = max(e1, expiry+g.lat())
+		}
 	}
 	return e1
 }
+
+// lie draws whether the lock misreports (MutexOptions.Lie); it draws
+// nothing from a lock that never does, so histories without lies stay as
+// they were.
+func (g *mutexGen) lie() bool { return g.o.Lie > 0 && g.rng.Float64() < g.o.Lie }
 
 // seqByReturn numbers the resource's writes per key in the order they
 // returned, as if each was applied as its reply left: the order a real
