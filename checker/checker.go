@@ -1,7 +1,8 @@
 // Package checker decides, from a recorded history alone, whether a lock kept
 // its promises. Each checker looks for one family of anomalies (two holders at
-// once, a release of someone else's lock, a lock nobody can take, a lost
-// update of the guarded resource, a history no lease mutex could produce) and
+// once, a release of someone else's lock, a lock nobody can take, a release or
+// renewal whose reported outcome the lease's timing rules out, a lost update
+// of the guarded resource, a history no lease mutex could produce) and
 // returns a typed Result; Compose runs several and folds their verdicts into
 // one Report, which is what a run's summary.json holds.
 //
@@ -119,10 +120,12 @@ type Anomaly struct {
 
 	stuck *stuckSpan // a stuck-lock's stretch, for a stream to join its parts
 	// owner is when the anomaly is settled, if later than StartNS: the
-	// return of the failed acquire a spurious failure judges. A stream
+	// return of the failed acquire a spurious failure judges, of the
+	// release or refresh a lease-claims anomaly judges. A stream
 	// reports it from the window whose own part holds that time, where
-	// every acquire called before it has completed (one still in flight
-	// would look like a free lock).
+	// every operation called before it has completed but for those a
+	// window hides, which the rules read as still running (an acquire
+	// in flight would look like a free lock).
 	owner int64
 	// joinOnly marks a stuck-lock a window does not own, which a stream
 	// joins to the stretch an earlier window reported, or else drops.
@@ -442,8 +445,9 @@ type MutexOptions struct {
 
 // ForMutex returns the checkers every lock history is judged by (the
 // Always entries of Builtin): mutual exclusion, linearizability against a
-// lease mutex, foreign releases, liveness, lost updates of the guarded
-// counter and fencing-token order.
+// lease mutex, foreign releases, liveness, what the lock claims of its own
+// key (lease-claims), lost updates of the guarded counter and fencing-token
+// order.
 func ForMutex(o MutexOptions) *Composite {
 	c, _ := Select(Builtin(), nil, o) // naming nothing cannot fail
 	return c

@@ -44,6 +44,13 @@ type index struct {
 	// hid because they had not completed by its cutoff: each may have
 	// taken the key since its call, so no time after it is surely free.
 	inflight map[string][]int64
+	// hidden are the operations a windowed check hid because they had
+	// not completed by its cutoff, as invoked (Status Unknown, Return
+	// forever): what the whole history completes later (see
+	// Window.SetHidden).
+	hidden []history.Operation
+	// switches are the times of the master switches, in order.
+	switches []int64
 }
 
 // keyIndex is everything that happened to one key.
@@ -123,10 +130,13 @@ func newIndex(h *history.History) *index {
 		perKey:    map[string]*keyIndex{},
 	}
 	for _, e := range h.Infos() {
-		if e.Op == history.Crash {
+		switch e.Op {
+		case history.Crash:
 			if _, seen := ix.crashes[e.Process]; !seen {
 				ix.crashes[e.Process] = e.Time
 			}
+		case history.MasterSwitch:
+			ix.switches = append(ix.switches, e.Time)
 		}
 	}
 	b := indexer{ix: ix, byID: map[string]*lease{}, lastLease: map[procKey]string{}}

@@ -1,11 +1,13 @@
 package checker
 
+import "github.com/locktorture/locktorture/history"
+
 // What package checker/stream needs of this package and nothing else does:
 // a stream judges a long run window by window, and must add up what each
 // window's judges found into the result a check of the whole history
 // would give (the same list, counts and caps, a stuck stretch reported
 // once and whole), mark severities as the registry declares them, and
-// tell a window which acquires it hides. Checkers outside this module
+// tell a window which operations it hides. Checkers outside this module
 // need none of it.
 
 // Collector builds one checker's Result from the anomalies a stream
@@ -79,3 +81,31 @@ func (c *Composite) ApplySeverities(rep *Report) { c.sev.apply(rep) }
 // a free stretch they overlap may not have been free to them. A stream
 // calls it before any judge reads w.
 func (w *Window) SetInflight(calls map[string][]int64) { w.inflight = calls }
+
+// SetHidden tells w every operation a stream hid from Events because it
+// had not completed by the window's cutoff, as it was invoked (its
+// Status Unknown, its Return forever): a write of a lease still running
+// then may have landed at any moment of the window, which the lease-claims
+// rules must know to judge what a release or refresh found exactly as a
+// check of the whole history does. A stream calls it before any judge
+// reads w.
+func (w *Window) SetHidden(ops []history.Operation) { w.hidden = ops }
+
+// UnknownWriteEnd is the latest a write of unknown outcome, called at call
+// and given up on at ret with ttl, may keep its key, given the fault
+// windows ws: as lease-claims reads it, a ttl past the later of ret and
+// the heal of every fault active while it ran (a command held up by a
+// paused server or a cut link runs when that ends), plus the ttl it lives.
+// A stream keeps the lease of such a write that long.
+func UnknownWriteEnd(ws []history.Window, call, ret, ttl int64) int64 {
+	if ttl <= 0 || ret >= forever {
+		return forever
+	}
+	healed := ret
+	for _, w := range ws {
+		if w.Start <= ret && w.End >= call {
+			healed = max(healed, w.End)
+		}
+	}
+	return sat64(healed, 2*ttl)
+}

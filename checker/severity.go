@@ -12,7 +12,8 @@ const (
 	// a corrupted resource: the lock let something happen it must not.
 	SeveritySafety Severity = "safety"
 	// SeverityLiveness: a free lock could not be taken (stuck lock,
-	// spurious failure): the lock refused something it should have allowed.
+	// spurious failure, a release that left its key in place): the lock
+	// refused something it should have allowed.
 	SeverityLiveness Severity = "liveness"
 )
 
@@ -22,7 +23,7 @@ const (
 // which a check through a Registry reads.
 func SeverityOf(k Kind) Severity {
 	switch k {
-	case KindStuckLock, KindSpuriousFailure:
+	case KindStuckLock, KindSpuriousFailure, KindFailedRelease:
 		return SeverityLiveness
 	}
 	return SeveritySafety

@@ -79,6 +79,8 @@ type Window struct {
 	ix     *index
 	// inflight lists the calls of acquires hidden from Events, per key.
 	inflight map[string][]int64
+	// hidden are the operations hidden from Events, as invoked.
+	hidden []history.Operation
 }
 
 // Own returns r with only the anomalies this window owns: those starting
@@ -110,6 +112,7 @@ func (w *Window) index() *index {
 	w.ixOnce.Do(func() {
 		w.ix = newIndex(w.Events)
 		w.ix.inflight = w.inflight
+		w.ix.hidden = w.hidden
 	})
 	return w.ix
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/cluster/clustertest"
 )
 
@@ -72,6 +73,25 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stderr %q does not mention %q", msg, tc.want)
 			}
 		})
+	}
+}
+
+// `torture list` shows every checker of the registry with its summary,
+// the lock checkers run on every history (lease-claims among them)
+// included.
+func TestListShowsEveryChecker(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"list"}, &out, &errb); code != exitValid {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	checkers := out.String()[strings.Index(out.String(), "checkers ("):]
+	for _, e := range locktorture.Builtin().Checkers.Entries() {
+		if !strings.Contains(checkers, "  "+e.Name+" ") || !strings.Contains(checkers, e.Summary) {
+			t.Errorf("list does not show checker %s (%s):\n%s", e.Name, e.Summary, checkers)
+		}
+	}
+	if !strings.Contains(checkers, "lease-claims") {
+		t.Errorf("list does not show lease-claims:\n%s", checkers)
 	}
 }
 

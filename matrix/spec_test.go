@@ -75,6 +75,34 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// A cell may expect the kinds of every checker of the registry, the
+// lease-claims ones (built in, run on every history) among them, and they
+// have no classes.
+func TestParseLeaseClaimKinds(t *testing.T) {
+	spec := `cells:
+  - {name: phantom, lock: token, expect: {breaks: {kind: phantom-release}}}
+  - {name: renewal, lock: token, expect: {breaks: {kind: phantom-renewal}}}
+  - {name: failed, lock: token, expect: {breaks: {kind: failed-release}}}
+  - {name: control, lock: token, expect: {holds: [phantom-release, phantom-renewal, failed-release]}}
+`
+	s, err := Parse(strings.NewReader(spec), "file", locktorture.Registries{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []checker.Kind{checker.KindPhantomRelease, checker.KindPhantomRenewal, checker.KindFailedRelease} {
+		if b := s.Cells[i].Expect.Breaks; b == nil || b.Kind != k {
+			t.Errorf("cell %d expects %+v, want %s", i+1, s.Cells[i].Expect, k)
+		}
+	}
+	if e := s.Cells[3].Expect; e.String() != "holds: no phantom-release, phantom-renewal, failed-release" {
+		t.Errorf("control cell expects %q", e.String())
+	}
+	_, err = Parse(strings.NewReader("cells:\n  - {lock: token, expect: {breaks: {kind: failed-release, class: within-lease}}}\n"), "file", locktorture.Registries{})
+	if err == nil || !strings.Contains(err.Error(), `failed-release has no class "within-lease"`) {
+		t.Errorf("a class of failed-release: %v", err)
+	}
+}
+
 // TestParseBad: each class of mistake gets one line that names the cell
 // (or the field) and the problem, before anything runs.
 func TestParseBad(t *testing.T) {

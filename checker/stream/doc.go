@@ -22,6 +22,16 @@
 //   - for an acquire a later window may judge spurious (one still waiting,
 //     or one that failed after the cut), its key's history from a
 //     spurious threshold before its call;
+//   - for a release or refresh still running at the cut, or returned after
+//     it (judged where it returns: lease-claims), its key's history from its
+//     call, so that the leases that may have been alive then are seen;
+//   - for a holder whose release a later window may judge a failed release
+//     (its lease may still be alive), every lease of its key whose release
+//     deleted the key or may have, or that was granted the key, since the
+//     holder's acquire was called;
+//   - a lease written with an unknown outcome for a ttl past the heal of a
+//     fault active while it ran, and the ttl it lives (a paused server runs
+//     the command when it heals);
 //   - what each checker's own Judge carries: the guarded counter's last
 //     value per key (lost-update), the highest fencing token handed out
 //     (fence-regression), the tasks queued (duplicate-work), each sale's

@@ -3,6 +3,8 @@ package stream
 import (
 	"sort"
 
+	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/checker/model"
 	"github.com/locktorture/locktorture/history"
 )
 
@@ -57,6 +59,18 @@ func (s *Stream) inflight() map[string][]int64 {
 	return out
 }
 
+// hidden returns the operations the window masks, as they were invoked:
+// a judge must read each as still running, whatever it turns out to be.
+func (s *Stream) hidden() []history.Operation {
+	var out []history.Operation
+	for _, m := range s.masked {
+		e := s.buf[m.i]
+		e.Type, e.Op = m.t, m.op
+		out = append(out, history.Pair(e, nil, forever))
+	}
+	return out
+}
+
 func (s *Stream) unmask() {
 	for _, m := range s.masked {
 		s.buf[m.i].Type, s.buf[m.i].Op = m.t, m.op
@@ -66,22 +80,40 @@ func (s *Stream) unmask() {
 
 // prune drops what no later window needs: operations of each key that
 // ended before from(key), unless they belong to a lease that is still held
-// or may still be alive (not deleted by its release), or ended such a hold.
+// or may still be alive (not deleted by its release), or ended such a hold,
+// or may have taken the key from a holder whose release a later window
+// judges (see pending).
 func (s *Stream) prune(from func(key string) int64) {
 	keepOp := map[int64]bool{}
 	keepCrash := map[int64]bool{}
+	keep := func(l *leaseInfo) {
+		for _, id := range l.ops {
+			keepOp[id] = true
+		}
+		if l.ender != 0 {
+			keepOp[l.ender] = true
+		}
+		if l.crash >= 0 {
+			keepCrash[l.crash] = true
+		}
+	}
+	var windows []history.Window
+	worked := false
+	faults := func() []history.Window {
+		if !worked {
+			windows, worked = history.FaultWindows(s.faults, forever), true
+		}
+		return windows
+	}
+	pending := s.pending(from, faults)
 	for k, l := range s.leases {
 		f := from(l.key.key)
-		if l.open > 0 || l.held || l.last >= f || l.until >= f && !l.gone {
-			for _, id := range l.ops {
-				keepOp[id] = true
-			}
-			if l.ender != 0 {
-				keepOp[l.ender] = true
-			}
-			if l.crash >= 0 {
-				keepCrash[l.crash] = true
-			}
+		if l.open > 0 || l.held || l.last >= f || sat64(s.alive(l, faults), model.ExpirySlack) >= f && !l.gone {
+			keep(l)
+			continue
+		}
+		if since, ok := pending[l.key.key]; ok && l.disturbAt >= since {
+			keep(l)
 			continue
 		}
 		delete(s.leases, k)
@@ -114,4 +146,55 @@ func (s *Stream) prune(from func(key string) int64) {
 	if cap(s.buf) > 4*peak+1024 {
 		s.buf = append([]history.Event(nil), s.buf...)
 	}
+}
+
+// pending returns, per key, the earliest call of an acquisition whose
+// release a later window may judge: an acquire in flight, or a lease with
+// an operation in flight, held, or released after from(key), that may
+// still be alive (a lease that lapsed, or whose release returned after it
+// could have run out, is no failed release). That window asks (package
+// checker's failed-release) whether another lease's release deleted the
+// key, or another acquire was granted it, since that call: the leases that
+// did are kept while it may ask, however long ago they ended. A holder
+// paused past its lease keeps nothing of the others so.
+func (s *Stream) pending(from func(key string) int64, faults func() []history.Window) map[string]int64 {
+	out := map[string]int64{}
+	note := func(key string, t int64) {
+		if v, ok := out[key]; !ok || t < v {
+			out[key] = t
+		}
+	}
+	for _, o := range s.open {
+		if o.acquire {
+			note(o.key, o.call)
+		}
+	}
+	for _, l := range s.leases {
+		if !l.acquired || l.nested {
+			continue
+		}
+		alive := sat64(s.alive(l, faults), model.ExpirySlack)
+		switch {
+		case l.open > 0:
+		case l.held && s.last <= alive:
+		case !l.held && l.last >= from(l.key.key) && l.last <= alive:
+		default:
+			continue
+		}
+		note(l.key.key, l.since)
+	}
+	return out
+}
+
+// alive is the latest l may be alive: its until, and for each of its writes
+// of unknown outcome what package checker's lease-claims allows it
+// (checker.UnknownWriteEnd: a command held up by a paused server runs when
+// that heals). faults returns the fault windows so far (one not healed
+// yet lasts for ever).
+func (s *Stream) alive(l *leaseInfo, faults func() []history.Window) int64 {
+	until := l.until
+	for _, w := range l.unknown {
+		until = max(until, checker.UnknownWriteEnd(faults(), w.call, w.ret, w.ttl))
+	}
+	return until
 }

@@ -21,7 +21,9 @@ import (
 //     fault is the fault's, stall or not;
 //   - the anomaly is of a kind a holder outliving its lease can cause:
 //     not a double holder within both leases, a history no lease mutex
-//     allows, or a fencing token going back, which no pause explains.
+//     allows, a fencing token going back, or what a lock reported of its
+//     own key against the lease's timing (lease-claims), which no pause
+//     explains: a stall only makes the times the harness records later.
 
 // stallSpan is a stall of the harness long enough to matter.
 type stallSpan struct{ from, to int64 }
@@ -57,7 +59,8 @@ func (s *Stream) stalledBy(a checker.Anomaly) (stallSpan, bool) {
 // have caused a.
 func pauseCanCause(a checker.Anomaly) bool {
 	switch {
-	case a.Kind == checker.KindDoubleHolder && a.Class == checker.ClassWithinLease, a.Kind == checker.KindNonlinearizable, a.Kind == checker.KindFenceRegression:
+	case a.Kind == checker.KindDoubleHolder && a.Class == checker.ClassWithinLease, a.Kind == checker.KindNonlinearizable, a.Kind == checker.KindFenceRegression,
+		a.Kind == checker.KindPhantomRelease, a.Kind == checker.KindPhantomRenewal, a.Kind == checker.KindFailedRelease:
 		return false
 	}
 	return true

@@ -292,6 +292,7 @@ func (s *Stream) step(ctx context.Context, final bool) {
 		OwnFrom: ownFrom, OwnTo: ownTo, Final: final}
 	w.Events = &history.History{Run: s.run, Events: s.window(cutoff)}
 	w.SetInflight(s.inflight())
+	w.SetHidden(s.hidden())
 	s.infos = nil
 	s.nWindows++
 	results := make([]checker.Result, len(s.judges))

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"math"
 	"slices"
 
 	"github.com/locktorture/locktorture/history"
@@ -31,7 +32,21 @@ type leaseInfo struct {
 	ender    int64 // the op id that ended the hold with an unknown outcome, 0 if none
 	gone     bool  // a release of it deleted the key: it is surely over
 	crash    int64 // the index of the crash event that ended the hold, -1 if none
+	ttl      int64 // its acquire's ttl, for writes that name none
+	since    int64 // the earliest call of its operations
+	// unknown are its writes of unknown outcome: each may keep the key a
+	// ttl past the heal of a fault active while it ran (see alive).
+	unknown []unknownWrite
+	// disturbAt is the latest completion of an operation of it that may
+	// have taken the key from another lease's holder (a release that
+	// deleted, or whose outcome is unknown; an ok acquire): a release of
+	// that lease judged later must see it (see prune).
+	disturbAt int64
 }
+
+// unknownWrite is a write of unknown outcome: called at call, given up on
+// at ret, with ttl.
+type unknownWrite struct{ call, ret, ttl int64 }
 
 type opInfo struct {
 	lease *leaseInfo
@@ -77,7 +92,7 @@ func (s *Stream) trackInvoke(e history.Event) {
 	o := &opInfo{key: e.Key, call: e.Time, last: e.Time}
 	s.ops[e.ID] = o
 	acq := e.Op == history.Acquire || e.Op == history.NestedAcquire
-	s.open[e.ID] = openOp{call: e.Time, key: e.Key, acquire: acq}
+	s.open[e.ID] = openOp{call: e.Time, key: e.Key, acquire: acq, claim: e.Op == history.Release || e.Op == history.Refresh}
 	if acq {
 		s.acqAt[e.Key] = max(s.acqAt[e.Key], e.Time)
 	}
@@ -89,6 +104,7 @@ func (s *Stream) trackInvoke(e history.Event) {
 		o.lease.ops = append(o.lease.ops, e.ID)
 		o.lease.open++
 		o.lease.last = e.Time
+		o.lease.since = min(o.lease.since, e.Time)
 		if (e.Op == history.Release || e.Op == history.NestedRelease && o.lease.nested) && o.lease.held && o.lease.process == e.Process {
 			s.letGo(o.lease, e.Time)
 			s.unhold(e.Process, o.lease)
@@ -138,6 +154,7 @@ func (s *Stream) trackDone(e history.Event) {
 		l = s.lease(e.Key, e.Lease)
 		l.ops = append(l.ops, e.ID)
 		l.open++
+		l.since = min(l.since, o.call)
 		o.lease = l
 	}
 	if l == nil {
@@ -146,30 +163,60 @@ func (s *Stream) trackDone(e history.Event) {
 	l.open--
 	l.last = max(l.last, e.Time)
 	ttl := e.TTLMillis * 1e6
-	renewal := e.Op == history.Acquire || e.Op == history.Refresh || e.Op == history.NestedAcquire
+	deleted := e.Type == history.OK && e.Deleted != nil && *e.Deleted
+	if e.Op == history.NestedRelease && !l.nested && ttl == 0 {
+		ttl = l.ttl // its owner's nested release renews the key with the lease's ttl
+	}
 	switch {
-	case renewal && e.Type == history.Unknown && (e.Op == history.Acquire || fresh):
+	case !writes(e, l, deleted):
+	case e.Type == history.Unknown && (e.Op == history.Acquire || fresh):
 		// An acquire of unknown outcome may take effect late (a paused
 		// server running what sat in its socket): keep it a while longer.
 		reach, _, _ := s.sizes()
 		l.until = max(l.until, sat64(e.Time, ttl+2*reach))
-	case renewal && e.Type != history.Fail:
-		if ttl <= 0 {
-			l.until = forever
-		} else {
-			l.until = max(l.until, sat64(e.Time, ttl))
+		l.unknown = append(l.unknown, unknownWrite{o.call, e.Time, ttl})
+	case ttl <= 0:
+		l.until = forever
+	default:
+		l.until = max(l.until, sat64(e.Time, ttl))
+		if e.Type == history.Unknown {
+			l.unknown = append(l.unknown, unknownWrite{o.call, e.Time, ttl})
 		}
 	}
 	if e.Op == history.Acquire || e.Op == history.Refresh {
 		s.maxTTL = max(s.maxTTL, ttl)
 	}
-	if (e.Op == history.Release || e.Op == history.NestedRelease) && e.Type == history.OK && e.Deleted != nil && *e.Deleted {
+	if (e.Op == history.Release || e.Op == history.NestedRelease) && deleted {
 		l.gone = true
+	}
+	if e.Op == history.Release || e.Op == history.NestedRelease {
+		if deleted || e.Type == history.Unknown {
+			l.disturbAt = max(l.disturbAt, e.Time)
+		}
 	}
 	if (e.Op == history.Acquire || fresh) && e.Type == history.OK {
 		l.acquired, l.held, l.process, l.nested = true, true, e.Process, fresh
+		l.ttl, l.disturbAt = ttl, max(l.disturbAt, e.Time)
 		s.holds[e.Process] = append(s.holds[e.Process], l)
 	}
+}
+
+// writes reports whether e, the completion of an operation of lease l, may
+// have (re)written l's key, as package checker's lease-claims reads it: an
+// acquire or nested acquire not refused, a refresh whatever it reported
+// (a Redlock's renewal that missed its majority may have extended a
+// minority of masters), the owner's nested release, while it holds l, that
+// left the key in place (a reentrant lock renews the key on it).
+func writes(e history.Event, l *leaseInfo, deleted bool) bool {
+	switch e.Op {
+	case history.Acquire, history.NestedAcquire:
+		return e.Type != history.Fail
+	case history.Refresh:
+		return true
+	case history.NestedRelease:
+		return l.held && !l.nested && e.Type != history.Fail && !deleted
+	}
+	return false
 }
 
 // letGo ends l's hold at t. A lock that renews unseen kept renewing it
@@ -193,7 +240,7 @@ func (s *Stream) lease(key, id string) *leaseInfo {
 	k := leaseKey{key, id}
 	l := s.leases[k]
 	if l == nil {
-		l = &leaseInfo{key: k, crash: -1}
+		l = &leaseInfo{key: k, crash: -1, since: forever, disturbAt: math.MinInt64}
 		s.leases[k] = l
 	}
 	return l

@@ -64,6 +64,9 @@ type openOp struct {
 	call    int64
 	key     string
 	acquire bool
+	// claim: a release or refresh, judged (package checker's
+	// lease-claims) by the window its return falls in.
+	claim bool
 }
 
 func (s *Stream) maxEvents() int {
@@ -185,30 +188,44 @@ func (s *Stream) horizon(c *cut, final bool) func(key string) int64 {
 // the leases it may overlap are kept by the lease rules: at full speed,
 // where every acquire of a busy key is granted, a quarter TTL of history
 // for each of them would be most of what a window holds.
+//
+// Releases and refreshes are judged likewise where they return (package
+// checker's lease-claims), on the leases that may have been alive at
+// their call: the keys of those not completed, or completed after the own
+// part, keep their history back to their call (the lease rules keep every
+// lease alive at or after that).
 func (s *Stream) judgedLater(ownTo int64, from func(string) int64) func(string) int64 {
 	early := map[string]int64{}
 	ttl := int64(s.mo.Liveness.TTL)
 	if ttl <= 0 {
 		ttl = s.ttl()
 	}
-	before := s.mo.Liveness.SpuriousNS(ttl) + model.ExpirySlack
-	note := func(key string, call int64) {
-		call -= before
-		if v, ok := early[key]; !ok || call < v {
-			early[key] = call
+	spurious := s.mo.Liveness.SpuriousNS(ttl) + model.ExpirySlack
+	note := func(key string, at int64) {
+		if v, ok := early[key]; !ok || at < v {
+			early[key] = at
 		}
 	}
 	for _, o := range s.open {
-		if o.acquire {
-			note(o.key, o.call)
+		switch {
+		case o.acquire:
+			note(o.key, o.call-spurious)
+		case o.claim:
+			note(o.key, o.call-model.ExpirySlack)
 		}
 	}
 	i := sort.Search(len(s.buf), func(i int) bool { return s.buf[i].Time >= ownTo })
 	for _, e := range s.buf[i:] {
-		if e.Type.IsCompletion() && e.Type != history.OK && (e.Op == history.Acquire || e.Op == history.NestedAcquire) {
-			if o := s.ops[e.ID]; o != nil {
-				note(e.Key, o.call)
-			}
+		if !e.Type.IsCompletion() {
+			continue
+		}
+		o := s.ops[e.ID]
+		switch {
+		case o == nil:
+		case e.Type != history.OK && (e.Op == history.Acquire || e.Op == history.NestedAcquire):
+			note(e.Key, o.call-spurious)
+		case e.Op == history.Release || e.Op == history.Refresh:
+			note(e.Key, o.call-model.ExpirySlack)
 		}
 	}
 	return func(key string) int64 {

@@ -37,6 +37,12 @@ type MutexOptions struct {
 	// effect, late: its SET ran as the lock freed (a paused Redis running
 	// what sat in its socket), and the key then blocked everyone for a ttl.
 	Orphan float64
+	// Lie is the probability that the lock misreports what it did to its
+	// own key: a release after the key ran out says it deleted it, one of
+	// a live key says it deleted nothing (and the key blocks everyone
+	// until it runs out), a holder that overruns has its watchdog say it
+	// extended the key after it ran out.
+	Lie float64
 }
 
 type genClient struct {
@@ -165,11 +171,21 @@ func (g *mutexGen) turn() {
 	r0 := at + g.lat()
 	g.emit(Spec{Client: w, Proc: c.proc, Op: history.Read, Key: "lock:0", Call: r0, Ret: r0 + g.lat(),
 		Status: history.OK, Value: history.Int64(g.counter)})
-	v := g.counter + 1
-	if g.o.Refresh && !overrun {
-		m := at + hold/2
+	if overrun && g.lie() {
+		m := at + g.ttl + g.ttl/4
 		g.emit(Spec{Client: w, Proc: c.dog, Op: history.Refresh, Key: "lock:0", Lease: lease, TTL: g.o.TTL,
 			Call: m, Ret: m + g.lat(), Status: history.OK})
+	}
+	v := g.counter + 1
+	// The key, written by the time the acquire returned, runs out a ttl
+	// after its last write.
+	expiry := at + g.ttl
+	if g.o.Refresh && !overrun {
+		m := at + hold/2
+		ret := m + g.lat()
+		g.emit(Spec{Client: w, Proc: c.dog, Op: history.Refresh, Key: "lock:0", Lease: lease, TTL: g.o.TTL,
+			Call: m, Ret: ret, Status: history.OK})
+		expiry = ret + g.ttl
 	}
 	w0 := at + hold
 	w1 := w0 + g.lat()
@@ -177,7 +193,7 @@ func (g *mutexGen) turn() {
 	g.emit(Spec{Client: w, Proc: c.proc, Op: history.Write, Key: "lock:0", Call: w0, Ret: w1,
 		Status: history.OK, Value: history.Int64(v), Seq: g.seq})
 	g.counter = v
-	e1 := g.release(w, c, lease, at, w1, overrun)
+	e1 := g.release(w, c, lease, at, w1, expiry, overrun)
 	if g.rng.Float64() < g.o.Violate {
 		g.freeAt = at + hold/2
 	}
@@ -185,8 +201,10 @@ func (g *mutexGen) turn() {
 }
 
 // release ends client w's hold, acquired at at, after its write returned
-// at w1, and returns when the release returned.
-func (g *mutexGen) release(w int, c *genClient, lease string, at, w1 int64, overrun bool) int64 {
+// at w1, and returns when the release returned. A hold longer than its
+// lease (a short ttl) finds the key run out at expiry: its release deletes
+// nothing, as a correct lock's does.
+func (g *mutexGen) release(w int, c *genClient, lease string, at, w1, expiry int64, overrun bool) int64 {
 	e0 := w1 + g.lat()
 	e1 := e0 + g.lat()
 	switch {
@@ -194,7 +212,7 @@ func (g *mutexGen) release(w int, c *genClient, lease string, at, w1 int64, over
 		// The key expired a ttl after the acquire returned at the
 		// latest; the next client may take it from then on.
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
-			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(false)})
+			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(g.lie())})
 		g.freeAt = at + g.ttl + g.lat()
 	case g.rng.Float64() < g.o.Unknown:
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
@@ -202,12 +220,21 @@ func (g *mutexGen) release(w int, c *genClient, lease string, at, w1 int64, over
 		c.proc = g.newProc()
 		g.freeAt = e1
 	default:
+		live, lied := e0 < expiry, g.lie()
 		g.emit(Spec{Client: w, Proc: c.proc, Op: history.Release, Key: "lock:0", Lease: lease,
-			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(true)})
+			Call: e0, Ret: e1, Status: history.OK, Deleted: history.Bool(live != lied)})
 		g.freeAt = e1
+		if live && lied {
+			g.freeAt = max(e1, expiry+g.lat())
+		}
 	}
 	return e1
 }
+
+// lie draws whether the lock misreports (MutexOptions.Lie); it draws
+// nothing from a lock that never does, so histories without lies stay as
+// they were.
+func (g *mutexGen) lie() bool { return g.o.Lie > 0 && g.rng.Float64() < g.o.Lie }
 
 // seqByReturn numbers the resource's writes per key in the order they
 // returned, as if each was applied as its reply left: the order a real
