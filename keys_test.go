@@ -2,6 +2,9 @@ package locktorture_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +140,50 @@ func breaksWithinLease(t *testing.T, res *locktorture.Result) {
 	t.Helper()
 	if n, _ := switchDoubleHolders(res, checker.ClassWithinLease); n == 0 {
 		t.Errorf("no double holder within the lease: verdict %s, counts %v", res.Verdict, res.Report.Count)
+	}
+}
+
+// TestLockThatNamesItsKeyOverSeeds is the measurement of
+// TestLockThatNamesItsKey's breaking cases over many seeds, run by hand:
+// LOCKTORTURE_KEYS_SEEDS=20 go test -run OverSeeds -v . logs, for each
+// seed, whether the prefixed lock broke within its lease under the lossy
+// Sentinel failover and under the Redis Cluster one, and how soon.
+func TestLockThatNamesItsKeyOverSeeds(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("LOCKTORTURE_KEYS_SEEDS"))
+	if err != nil || n < 1 {
+		t.Skip("a measurement: set LOCKTORTURE_KEYS_SEEDS to the number of seeds")
+	}
+	clustertest.Need(t, "redis-server", "redis-sentinel")
+	regs := withPrefixLocks(t)
+	for _, topo := range []struct{ topology, fault string }{{"single", ""}, {"sentinel", "failover-lossy"}, {"cluster", "cluster-failover-lossy"}} {
+		kept := 0
+		for seed := int64(1); seed <= int64(n); seed++ {
+			o := keyedRun("prefixed", topo.topology)
+			if topo.fault != "" {
+				o = keyedRun("prefixed", topo.topology, topo.fault)
+				o.StopWhen = withinLeaseDouble
+			}
+			o.Seed, o.Registries, o.OutDir = seed, regs, t.TempDir()
+			res, err := locktorture.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := "-"
+			for _, a := range res.Report.Anomalies {
+				if withinLeaseDouble(a) {
+					first = fmt.Sprintf("%.2fs", float64(a.StartNS)/1e9)
+					break
+				}
+			}
+			ok := res.Verdict == checker.Valid
+			if topo.fault != "" {
+				ok = first != "-"
+			}
+			if ok {
+				kept++
+			}
+			t.Logf("%s %s seed %d: %s, first within-lease double holder %s", topo.topology, topo.fault, seed, res.Verdict, first)
+		}
+		t.Logf("%s %s: %d of %d seeds as expected", topo.topology, topo.fault, kept, n)
 	}
 }
