@@ -305,7 +305,7 @@ func (l *liveness) spurious(c *collector, ix *index, k *keyIndex, threshold int6
 		}
 		// While a fault held this very client (paused, slowed, cut off) it
 		// could not see the lock was free: that time proves nothing.
-		seen := subtract(free, union(append(append([]span(nil), blind[o.Client]...), blind[everyClient]...)))
+		seen := subtract(free, blind[o.Client])
 		var s span
 		if o.Looked() {
 			s = sawFree(seen, o.Tries, threshold)
@@ -422,20 +422,11 @@ func refused(ix *index, k *keyIndex) []span {
 	return out
 }
 
-// everyClient is blindSpans' key for the windows of faults that hold every
-// client at once (latency on all of them: "all clients <-> every node").
-const everyClient = -1
-
 // blindSpans returns, per client, the windows of faults aimed at that client
-// alone (the schedule names them "c<N>" or "c<N> ..." in the target), and
-// under everyClient those aimed at all clients.
+// alone (the schedule names them "c<N>" or "c<N> ..." in the target).
 func blindSpans(ix *index) map[int][]span {
 	out := map[int][]span{}
 	for _, w := range ix.faults {
-		if strings.HasPrefix(w.Target, "all clients") {
-			out[everyClient] = union(append(out[everyClient], span{w.Start, w.End + 1}))
-			continue
-		}
 		name, _, _ := strings.Cut(w.Target, " ")
 		if len(name) < 2 || name[0] != 'c' {
 			continue
