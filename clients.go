@@ -50,7 +50,7 @@ const aimWarmup = 3
 func startClients(ctx context.Context, pl *plan, srv *servers, hist io.Writer, dir string) (*fleet, error) {
 	opts := pl.opts
 	lockCfg := locks.Config{TTL: opts.TTL, Wait: opts.Wait, RetryDelay: opts.RetryDelay, Addrs: srv.lockAddrs(), RedisRetries: opts.RedisRetries,
-		CommandTimeout: opts.RedisTimeout, Settings: pl.values, Unfaulted: len(srv.faults) == 0}
+		CommandTimeout: opts.RedisTimeout, Settings: pl.values}
 	program, err := probeLock(ctx, pl, lockCfg, srv)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,18 +116,28 @@ func readMatrix(t *testing.T, dir string) matrix.Result {
 	return m
 }
 
-// verdicts is what must not move between a matrix and its merged shards:
-// per cell its counts and judgement, per seed its run, verdict and judgement.
-func verdicts(t *testing.T, dir string) string {
-	t.Helper()
-	m := readMatrix(t, dir)
+// layout is what sharding must not move: the cells in their order and, per
+// cell, its seeds and their run IDs.
+func layout(m matrix.Result) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s runs %d as expected %d errors %d\n", m.Name, m.Runs, m.AsExpected, m.Errors)
 	for _, c := range m.Cells {
-		fmt.Fprintf(&sb, "%s: runs %d detected %d valid %d held %d unknown %d errors %d as expected %v\n",
-			c.Name, c.Runs, c.Detected, c.Valid, c.Held, c.Unknown, c.Errors, c.AsExpected)
+		fmt.Fprintf(&sb, "%s:", c.Name)
 		for _, s := range c.Seeds {
-			fmt.Fprintf(&sb, "  seed %d %s %s detected %v as expected %v\n", s.Seed, s.RunID, s.Verdict, s.Detected, s.AsExpected)
+			fmt.Fprintf(&sb, " %d=%s", s.Seed, s.RunID)
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// outcomes is what each run of a matrix in dir found, by run ID: a merge
+// must carry every shard's runs over as the shard judged them.
+func outcomes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	runs := map[string]string{}
+	for _, c := range readMatrix(t, dir).Cells {
+		for _, s := range c.Seeds {
+			runs[s.RunID] = fmt.Sprintf("%s seed %d: %s detected %v as expected %v", c.Name, s.Seed, s.Verdict, s.Detected, s.AsExpected)
 			runDir := s.Dir
 			if !filepath.IsAbs(runDir) {
 				runDir = filepath.Join(dir, runDir) // matrix.json names runs inside its folder
@@ -136,14 +147,14 @@ func verdicts(t *testing.T, dir string) string {
 			}
 		}
 	}
-	return sb.String()
+	return runs
 }
 
 // TestMatrixShardsMerge runs a real four-cell, three-seed matrix once
 // whole and once in three shards (side by side, as three CI runners would),
-// merges the shards and finds the same cells, seeds and verdicts, with the
-// failing cell's JUnit failures in the merged junit.xml. It needs
-// redis-server.
+// merges the shards and finds the whole run's cells and seeds, every
+// shard's runs as the shard judged them, and the failing cell's JUnit
+// failures in the merged junit.xml. It needs redis-server.
 func TestMatrixShardsMerge(t *testing.T) {
 	clustertest.Need(t)
 	dir := t.TempDir()
@@ -171,15 +182,37 @@ func TestMatrixShardsMerge(t *testing.T) {
 	if code := run(append([]string{"matrix", "merge", "--out", merged}, shards...), &stdout, &stderr); code != exitInvalid {
 		t.Fatalf("merge: exit %d, want 1\n%s%s", code, stdout.String(), stderr.String())
 	}
-	if got, want := verdicts(t, merged), verdicts(t, whole); got != want {
-		t.Errorf("merged shards:\n%s\nunsharded:\n%s", got, want)
+	// The shards hold the whole matrix's cells and seeds, each run once;
+	// a run's verdict is the lock's under that run's timing, so the merge
+	// is held to the shards' verdicts, not to the whole run's.
+	m := readMatrix(t, merged)
+	if got, want := layout(m), layout(readMatrix(t, whole)); got != want {
+		t.Errorf("merged shards' cells and seeds:\n%s\nunsharded:\n%s", got, want)
+	}
+	fromShards := map[string]string{}
+	for _, s := range shards {
+		for id, o := range outcomes(t, s) {
+			if _, dup := fromShards[id]; dup {
+				t.Errorf("run %s is in two shards", id)
+			}
+			fromShards[id] = o
+		}
+	}
+	got := outcomes(t, merged)
+	if !maps.Equal(got, fromShards) {
+		t.Errorf("merged runs:\n%v\nthe shards' runs:\n%v", got, fromShards)
 	}
 	ju, _ := os.ReadFile(filepath.Join(merged, "junit.xml"))
 	if n := strings.Count(string(ju), `classname="token-wrong"`); n != 3 || !strings.Contains(string(ju), "expected foreign-release, got verdict valid") {
 		t.Errorf("merged junit.xml: %d cases of token-wrong, failure present %v", n, strings.Contains(string(ju), "<failure"))
 	}
-	if !strings.Contains(stdout.String(), "3 of 4 cells as expected") {
-		t.Errorf("merge output:\n%s", stdout.String())
+	if want := fmt.Sprintf("%d of 4 cells as expected", m.AsExpected); m.AsExpected > 3 || !strings.Contains(stdout.String(), want) {
+		t.Errorf("merge output (want %q, token-wrong never as expected):\n%s", want, stdout.String())
+	}
+	for _, c := range m.Cells {
+		if c.Name == "token-wrong" && (c.AsExpected || c.Runs != 3) {
+			t.Errorf("merged token-wrong: %d runs, as expected %v; want 3 runs, not as expected", c.Runs, c.AsExpected)
+		}
 	}
 }
 

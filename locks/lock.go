@@ -178,10 +178,6 @@ type Config struct {
 	// Client numbers the client of the run this lock serves (from 0), for
 	// messages that must name it.
 	Client int
-	// Unfaulted is set in a run without faults: nothing pauses or kills a
-	// client at its steps, so a lock program need not wait at each one for
-	// the harness's go (a round trip per command).
-	Unfaulted bool
 	// CommandTimeout is the per-command (dial, read, write) timeout the
 	// harness gave Nodes; a library with its own client applies the same.
 	// 0 means each client library's own default.

@@ -270,8 +270,8 @@ func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) e
 
 // onStep lets a step's command go, after the gate: a pause holds it, a
 // crash aimed at this point kills the program before the command is sent.
-// The go is the command's send as the history sees it (in a run without
-// faults, where the program does not wait for it, the step's receipt), and
+// The go is the command's send as the history sees it (the program waits
+// for it, so the command cannot have gone earlier), and
 // the program's next line the latest its reply can have come back: each
 // step is one try of the acquire, from its go to that line (which may
 // include the program's pause before its next attempt: the harness does
@@ -281,7 +281,7 @@ func (l *Lock) onStep(m message) error {
 		return errors.New(`a step without "point" or a positive "step"; expected both`)
 	}
 	l.mu.Lock()
-	ctx, wired, noGo := l.bg, false, l.cfg.Unfaulted && l.skipsGo
+	ctx, wired := l.bg, false
 	if c := l.pending[m.Request]; m.Request != 0 && c != nil {
 		ctx, wired = c.ctx, c.req.Type == typeAcquire
 	}
@@ -304,14 +304,7 @@ func (l *Lock) onStep(m message) error {
 		l.stepLog = append(l.stepLog[:0], l.stepLog[keptSteps:]...)
 	}
 	l.mu.Unlock()
-	// The go goes out in a run without faults too, where a program need
-	// not wait for it (hello's await_go), so that one that always waits
-	// works in every run; only one whose hello says it skips them is
-	// spared. A program that stopped reading shows as its next call's
-	// failure.
-	if noGo {
-		return nil
-	}
+	// A program that stopped reading shows as its next call's failure.
 	_ = l.send(goMsg{Type: typeGo, Step: m.Step})
 	return nil
 }

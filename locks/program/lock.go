@@ -64,7 +64,6 @@ type Lock struct {
 	name     string // name and version from the hello
 	greeted  bool   // the hello came (only the reader goroutine touches it)
 	promises Promises
-	skipsGo  bool // the hello said the program needs no go when not awaited
 	// keyTemplate is the hello's key_template: the key the lock writes
 	// for a requested one, {key} standing for it.
 	keyTemplate string
@@ -150,7 +149,7 @@ func (l *Lock) handshake() error {
 	h := Hello{Type: typeHello, Protocol: want, Client: cfg.Client, Topology: cfg.Routes.Topology, Addrs: cfg.Routes.Addrs,
 		Sentinels: cfg.Routes.Sentinels, MasterName: cfg.Routes.MasterName, AddrMap: cfg.Routes.AddrMap, TTLMs: cfg.TTL.Milliseconds(),
 		WaitMs: cfg.Wait.Milliseconds(), Retry: r, CommandTimeoutMs: cfg.CommandTimeout.Milliseconds(), RedisRetries: cfg.RedisRetries, Seed: cfg.Rand.Int63(),
-		AwaitGo: !cfg.Unfaulted}
+		AwaitGo: true}
 	if want == VersionShared {
 		h.Clients = cfg.Clients
 	}
@@ -177,7 +176,7 @@ func (l *Lock) handshake() error {
 			return fmt.Errorf("%s: %w", l.label, err)
 		}
 		l.keyTemplate = m.KeyTemplate
-		l.promises, l.skipsGo = m.Promises, m.SkipsGo
+		l.promises = m.Promises
 		l.name = strings.TrimSpace(m.Name + " " + m.Version)
 		return nil
 	case <-l.reaped:

@@ -80,9 +80,11 @@ type Hello struct {
 	RedisRetries *int  `json:"redis_retries,omitempty"`
 	Seed         int64 `json:"seed"`
 	// AwaitGo: the program must wait for the go of each step before its
-	// command. False in a run without faults, where nothing acts at steps:
-	// the program may then send at once. The go comes in every run, so a
-	// program that always waits for it works in every run too.
+	// command. This harness always sets it: a lease is dated from its go,
+	// which comes before the command; a step's receipt may come after it
+	// (the harness reads late when it is busy), and a lease dated late
+	// shows a next holder inside a lease that had in truth run out. A
+	// program may send at once when it is false.
 	AwaitGo bool `json:"await_go"`
 
 	// Topology is single, redlock, sentinel or cluster: how to read Addrs
@@ -136,7 +138,8 @@ type message struct {
 	TTLGranularityMs   int64 `json:"ttl_granularity_ms"`
 	RetryGranularityMs int64 `json:"retry_granularity_ms"`
 	// SkipsGo: the program sends at once when the hello's await_go is
-	// false, so the harness spares it the go lines of such a run.
+	// false, and needs no go lines then. This harness always awaits, so
+	// it changes nothing here.
 	SkipsGo bool `json:"skips_go"`
 	// KeyTemplate is the key the lock writes in Redis for a requested
 	// key, {key} standing for it (":1:{key}" for Django's key function);

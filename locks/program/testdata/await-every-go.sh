@@ -1,8 +1,13 @@
 # Follows the spec to the letter: waits for the go of every step, in a run
-# without faults too (hello's await_go false). Its lock is a flag in the
-# process (with one client nothing contends); what is under test is that
-# the harness answers every step.
+# without faults too. Its lock is a flag in the process (with one client
+# nothing contends); what is under test is that the harness answers every
+# step, and asks for the wait in every run (await_go true: a lease is
+# dated from its go).
 read -r hello
+case "$hello" in
+*'"await_go":true'*) ;;
+*) echo "expected await_go true in every run, got $hello" >&2; exit 1 ;;
+esac
 echo '{"type":"hello","protocol":1,"name":"literal","version":"0"}'
 n=0
 while read -r line; do
