@@ -12,6 +12,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
+	mvdan.cc/sh/v3 v3.12.0 // indirect
 )
 
 replace github.com/locktorture/locktorture => ../..
