@@ -121,6 +121,8 @@ func TestLockThatNamesItsKey(t *testing.T) {
 			o.Registries, o.OutDir = regs, t.TempDir()
 			if strings.HasSuffix(tc.name, "breaks") {
 				o.StopWhen = withinLeaseDouble // all it has to show
+			} else {
+				o.Duration = 6 * time.Second // some 20 leases: enough to hold, or to wait for in vain
 			}
 			res, err := locktorture.Run(context.Background(), o)
 			if err != nil {
