@@ -210,6 +210,16 @@ func TestMatrixShardsMerge(t *testing.T) {
 		t.Errorf("merge output (want %q, token-wrong never as expected):\n%s", want, stdout.String())
 	}
 	for _, c := range m.Cells {
+		// A merged cell's tallies are its merged seeds' own.
+		detected := 0
+		for _, s := range c.Seeds {
+			if s.Detected {
+				detected++
+			}
+		}
+		if c.Runs != len(c.Seeds) || c.Detected != detected {
+			t.Errorf("merged %s: %d runs, %d detected; its seeds: %d runs, %d detected", c.Name, c.Runs, c.Detected, len(c.Seeds), detected)
+		}
 		if c.Name == "token-wrong" && (c.AsExpected || c.Runs != 3) {
 			t.Errorf("merged token-wrong: %d runs, as expected %v; want 3 runs, not as expected", c.Runs, c.AsExpected)
 		}
