@@ -127,7 +127,7 @@ func probeLock(ctx context.Context, pl *plan, cfg locks.Config, srv *servers) (p
 	}
 	program, err = pl.lock.Probe(ctx, cfg)
 	if err != nil {
-		return "", usage("lock %s: %v", opts.Lock, err)
+		return "", usage("lock %s: %w", opts.Lock, err)
 	}
 	return program, nil
 }

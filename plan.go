@@ -217,6 +217,11 @@ func (o Options) resolve() (*plan, error) {
 	if p.faults, err = o.Registries.Faults.Lookup(o.Faults); err != nil {
 		return nil, &UsageError{err}
 	}
+	for _, f := range p.faults {
+		if err := f.Serves(p.topology.Name); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
 	if p.settings, err = o.Registries.Settings(); err != nil {
 		return nil, &UsageError{err}
 	}

@@ -67,17 +67,26 @@ func set(name string, k settings.Kind, def, help string) settings.Setting {
 	return settings.Setting{Name: name, Kind: k, Default: def, Help: help, Owner: "run"}
 }
 
+// try gives a run setting the values torture hunt tries, its base first
+// ("" leaves it unset: its default); a run setting without them is not
+// searched (the lock, the duration, where the run is written).
+func try(s settings.Setting, values ...string) settings.Setting {
+	s.Search = values
+	return s
+}
+
 // runFields are a run's own settings, in the order `torture run -h` lists
 // them. Settings one fault, lock or workload reads are declared by that
 // entry (its Settings), not here.
 func runFields() []field {
 	d := DefaultOptions()
 	const both = inSpec | inHeader
-	hold := field{Setting: set("hold", settings.Range, d.HoldMin.String()+".."+d.HoldMax.String(), "work time inside the lock, MIN..MAX"),
+	hold := field{Setting: try(set("hold", settings.Range, d.HoldMin.String()+".."+d.HoldMax.String(), "work time inside the lock, MIN..MAX"),
+		"0.02ttl..0.1ttl", "0.3ttl..0.8ttl", "1.5ttl..2.5ttl", "3ttl..4ttl"),
 		where: both,
 		get:   func(o *Options) any { return settings.Span{Min: o.HoldMin, Max: o.HoldMax} },
 		set:   func(o *Options, v any) { s := v.(settings.Span); o.HoldMin, o.HoldMax = s.Min, s.Max }}
-	retries := field{Setting: set("redis-retries", settings.Int, "the library's (3)", "go-redis MaxRetries (-1: none)"),
+	retries := field{Setting: try(set("redis-retries", settings.Int, "the library's (3)", "go-redis MaxRetries (-1: none)"), "", "-1"),
 		where: both,
 		get: func(o *Options) any {
 			if o.RedisRetries == nil {
@@ -88,7 +97,7 @@ func runFields() []field {
 		set: func(o *Options, v any) { n := v.(int); o.RedisRetries = &n }}
 	// share is recorded only above 1, so the header of an unshared run
 	// stays as it was before the setting existed.
-	share := field{Setting: set("share", settings.Int, "1", "clients that share one lock object, as threads of one process (1..clients)"),
+	share := field{Setting: try(set("share", settings.Int, "1", "clients that share one lock object, as threads of one process (1..clients)"), "1", "2", "4"),
 		where: both,
 		get: func(o *Options) any {
 			if o.Share > 1 {
@@ -100,34 +109,36 @@ func runFields() []field {
 	return []field{
 		bind(set("lock", settings.String, d.Lock, "lock under test (see 'torture list')"), 0, func(o *Options) *string { return &o.Lock }),
 		bind(set("workload", settings.String, d.Workload, "what clients do (see 'torture list')"), inSpec, func(o *Options) *string { return &o.Workload }),
-		bind(set("clients", settings.Int, fmt.Sprint(d.Clients), "concurrent clients"), inSpec, func(o *Options) *int { return &o.Clients }),
+		bind(try(set("clients", settings.Int, fmt.Sprint(d.Clients), "concurrent clients"), "4", "1", "2", "8"), inSpec, func(o *Options) *int { return &o.Clients }),
 		share,
-		bind(set("keys", settings.Int, fmt.Sprint(d.Keys), "lock keys the clients contend for"), inSpec, func(o *Options) *int { return &o.Keys }),
+		bind(try(set("keys", settings.Int, fmt.Sprint(d.Keys), "lock keys the clients contend for"), "1", "2"), inSpec, func(o *Options) *int { return &o.Keys }),
 		bind(set("duration", settings.Duration, d.Duration.String(), "how long clients run"), both, func(o *Options) *time.Duration { return &o.Duration }),
-		bind(set("ttl", settings.Duration, d.TTL.String(), "lock TTL"), inSpec, func(o *Options) *time.Duration { return &o.TTL }),
+		bind(try(set("ttl", settings.Duration, d.TTL.String(), "lock TTL"), "300ms", "1s"), inSpec, func(o *Options) *time.Duration { return &o.TTL }),
 		hold,
-		bind(set("overrun", settings.Float, "0", "probability that a hold outlasts the TTL (7/6 of it)"), both, func(o *Options) *float64 { return &o.Overrun }),
-		bind(set("abandon", settings.Float, "0", "probability that a holder dies without releasing"), both, func(o *Options) *float64 { return &o.Abandon }),
-		bind(set("think", settings.Duration, "0s", "pause between a release and the next acquire"), both, func(o *Options) *time.Duration { return &o.Think }),
-		bind(set("wait", settings.Duration, "the TTL", "how long one acquire retries before giving up"), both, func(o *Options) *time.Duration { return &o.Wait }),
-		bind(set("retry-delay", settings.Duration, "a backoff from 1ms up to TTL/20", "pause between acquire attempts"), both, func(o *Options) *time.Duration { return &o.RetryDelay }),
+		bind(try(set("overrun", settings.Float, "0", "probability that a hold outlasts the TTL (7/6 of it)"), "0", "0.2", "0.5"), both, func(o *Options) *float64 { return &o.Overrun }),
+		bind(try(set("abandon", settings.Float, "0", "probability that a holder dies without releasing"), "0", "0.05"), both, func(o *Options) *float64 { return &o.Abandon }),
+		bind(try(set("think", settings.Duration, "0s", "pause between a release and the next acquire"), "0s", "0.2ttl"), both, func(o *Options) *time.Duration { return &o.Think }),
+		bind(try(set("wait", settings.Duration, "the TTL", "how long one acquire retries before giving up"), "1ttl", "0.5ttl", "3ttl"), both, func(o *Options) *time.Duration { return &o.Wait }),
+		bind(try(set("retry-delay", settings.Duration, "a backoff from 1ms up to TTL/20", "pause between acquire attempts"), "", "0.1ttl"), both, func(o *Options) *time.Duration { return &o.RetryDelay }),
 		{Setting: set("seed", settings.Int, "random, printed", "seed for every random choice of the run"),
 			get: func(o *Options) any { return int(o.Seed) }, set: func(o *Options, v any) { o.Seed = int64(v.(int)) }},
 		retries,
-		bind(set("redis-timeout", settings.Duration, "the library's", "go-redis dial/read/write timeout"), both, func(o *Options) *time.Duration { return &o.RedisTimeout }),
+		bind(try(set("redis-timeout", settings.Duration, "the library's", "go-redis dial/read/write timeout"), "", "0.3ttl"), both, func(o *Options) *time.Duration { return &o.RedisTimeout }),
 		bind(set("topology", settings.String, d.Topology, "redis deployment (see 'torture list')"), inSpec, func(o *Options) *string { return &o.Topology }),
-		bind(set("nodes", settings.Int, "redlock: 5", "masters of a multi-master topology"), both, func(o *Options) *int { return &o.Nodes }),
+		bind(try(set("nodes", settings.Int, "redlock: 5", "masters of a multi-master topology"), "", "3"), both, func(o *Options) *int { return &o.Nodes }),
 		named(settings.Setting{Name: "persistence", Kind: settings.String, Choices: []string{"off", "everysec", "always"}, Default: "off",
-			Help: "redis persistence (AOF fsync)", Owner: "run"}, both, func(o *Options) *cluster.Persistence { return &o.Persistence }),
+			Help: "redis persistence (AOF fsync)", Owner: "run", Search: []string{"off", "everysec", "always"}}, both, func(o *Options) *cluster.Persistence { return &o.Persistence }),
 		list(settings.Setting{Name: "faults", Aliases: []string{"nemesis"}, Kind: settings.List, Default: "none", Owner: "run",
 			Help: "comma-separated faults to inject (see 'torture list')"}, inHeader, func(o *Options) *[]string { return &o.Faults }),
 		list(set("checkers", settings.List, "none", "checkers to run beyond the lock's and the workload's (see 'torture list')"), both, func(o *Options) *[]string { return &o.Checkers }),
-		bind(set("nemesis-interval", settings.Duration, d.NemesisInterval.String(), "mean quiet time between faults"), both, func(o *Options) *time.Duration { return &o.NemesisInterval }),
-		bind(set("nemesis-duration", settings.Duration, "the interval", "mean time a fault stays active"), both, func(o *Options) *time.Duration { return &o.NemesisDuration }),
+		bind(try(set("nemesis-interval", settings.Duration, d.NemesisInterval.String(), "mean quiet time between faults"), "1s", "0.5s", "3ttl"), both, func(o *Options) *time.Duration { return &o.NemesisInterval }),
+		bind(try(set("nemesis-duration", settings.Duration, "the interval", "mean time a fault stays active"), "", "0.5ttl", "3ttl"), both, func(o *Options) *time.Duration { return &o.NemesisDuration }),
 		bind(settings.Setting{Name: "target", Kind: settings.String, Choices: []string{TargetProtocol, TargetRandom}, Default: TargetProtocol, Owner: "run",
-			Help: "what faults aim at: protocol (the client that just acquired, the node holding a live lease) or random"}, both, func(o *Options) *string { return &o.Target }),
+			Help:   "what faults aim at: protocol (the client that just acquired, the node holding a live lease) or random",
+			Search: []string{TargetProtocol, TargetRandom}}, both, func(o *Options) *string { return &o.Target }),
 		named(settings.Setting{Name: "trigger", Kind: settings.String, Choices: []string{"time", "acquire", "release"}, Default: "time", Owner: "run",
-			Help: "start faults that do not aim themselves on: time, acquire (the next ok acquire) or release (the next release sent)"}, both, func(o *Options) *nemesis.Trigger { return &o.NemesisTrigger }),
+			Help:   "start faults that do not aim themselves on: time, acquire (the next ok acquire) or release (the next release sent)",
+			Search: []string{"time", "acquire", "release"}}, both, func(o *Options) *nemesis.Trigger { return &o.NemesisTrigger }),
 		bind(set("warmup", settings.Duration, "the interval", "quiet time before the first time-driven fault"), both, func(o *Options) *time.Duration { return &o.NemesisWarmup }),
 		bind(set("check-timeout", settings.Duration, d.CheckTimeout.String(), "time limit of the linearizability check"), inSpec, func(o *Options) *time.Duration { return &o.CheckTimeout }),
 		named(settings.Setting{Name: "fail-on", Kind: settings.String, Choices: []string{string(checker.FailOnAll), string(checker.FailOnSafety)}, Default: "all", Owner: "run",

@@ -64,6 +64,8 @@ const usageText = `usage:
                                         put the shards of a matrix back together
   torture shrink RUN_DIR [--kind KIND[/CLASS]] [--budget D] [--out DIR]
                                         find the smallest run that still shows the run's anomaly
+  torture hunt --lock L [--budget D] [--seed N] [--out DIR] [--strategy feedback|random] [--expect holds|breaks]
+                                        search the runs of a lock for the ways it breaks, without being told where to look
   torture serve [DIR] [--port N]        browse the runs and matrices under DIR (default results/) on 127.0.0.1
   torture list                          list the locks
   torture clean [--all]                 remove the containers, networks, processes and temp dirs killed runs left
@@ -102,11 +104,13 @@ func Run(args []string, stdout, stderr io.Writer, regs locktorture.Registries) i
 		return cmdImage(args[1:], stdout, stderr)
 	case "museum":
 		return cmdMuseum(args[1:], stdout, stderr)
+	case "hunt":
+		return cmdHunt(args[1:], stdout, stderr, regs)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageText)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, serve, list, clean, image or museum)\n", args[0])
+	fmt.Fprintf(stderr, "torture: unknown command %q (want run, check, report, matrix, shrink, hunt, serve, list, clean, image or museum)\n", args[0])
 	return exitUsage
 }
 

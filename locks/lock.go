@@ -385,8 +385,14 @@ func (e Entry) Serves(topology string) error {
 	if len(e.Topologies) == 0 || slices.Contains(e.Topologies, topology) {
 		return nil
 	}
-	return fmt.Errorf("lock %s does not serve topology %s: it serves %s", e.Name, topology, strings.Join(e.Topologies, ", "))
+	return fmt.Errorf("lock %s %w %s: it serves %s", e.Name, ErrNotServed, topology, strings.Join(e.Topologies, ", "))
 }
+
+// ErrNotServed is wrapped by every error saying a lock cannot run on the
+// topology asked for (Entry.Serves, a lock program's hello), so a caller
+// trying many topologies, as torture hunt does, can tell it from a
+// harness failure.
+var ErrNotServed = errors.New("does not serve topology")
 
 // Masters is how many independent masters the lock needs (at least 1).
 func (e Entry) Masters() int { return max(e.Nodes, 1) }

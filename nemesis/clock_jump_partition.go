@@ -44,9 +44,10 @@ const nameClockJumpPartition = "clock-jump-partition"
 // clockJumpPartitionEntry is the registry entry of clock-jump-partition, with the settings it reads.
 func clockJumpPartitionEntry() Entry {
 	return Entry{Name: nameClockJumpPartition,
-		Summary:  "redlock: cut one client from a minority, and jump the clock of a master it still reaches",
-		New:      newClockJumpPartition,
-		Settings: []settings.Setting{setClockJump(), setDirection()}}
+		Summary:    "redlock: cut one client from a minority, and jump the clock of a master it still reaches",
+		New:        newClockJumpPartition,
+		Topologies: []string{"redlock"},
+		Settings:   []settings.Setting{setClockJump(), setDirection()}}
 }
 
 func newClockJumpPartition(o Options) Fault {

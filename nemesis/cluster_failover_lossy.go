@@ -41,8 +41,9 @@ const nameClusterFailoverLossy = "cluster-failover-lossy"
 // clusterFailoverLossyEntry is the registry entry of cluster-failover-lossy, which reads no settings of its own.
 func clusterFailoverLossyEntry() Entry {
 	return Entry{Name: nameClusterFailoverLossy,
-		Summary: "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER TAKEOVER its replica",
-		New:     newClusterFailoverLossy}
+		Summary:    "Redis Cluster: cut replication from a master holding a lock, wait for a lock written there only, CLUSTER FAILOVER TAKEOVER its replica",
+		New:        newClusterFailoverLossy,
+		Topologies: []string{"cluster"}}
 }
 
 func newClusterFailoverLossy(Options) Fault { return &clusterFailoverLossy{} }

@@ -103,22 +103,25 @@ const (
 // failoverEntry is the registry entry of failover, which reads no settings of its own.
 func failoverEntry() Entry {
 	return Entry{Name: nameFailover,
-		Summary: "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica",
-		New:     newFailover}
+		Summary:    "kill or pause the master; Sentinel promotes a replica; the old master comes back as a replica",
+		New:        newFailover,
+		Topologies: []string{"sentinel"}}
 }
 
 // failoverLossyEntry is the registry entry of failover-lossy, which reads no settings of its own.
 func failoverLossyEntry() Entry {
 	return Entry{Name: nameFailoverLossy,
-		Summary: "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks",
-		New:     newFailoverLossy}
+		Summary:    "cut replication from the master, then kill or pause it: the replica that wins lacks the newest locks",
+		New:        newFailoverLossy,
+		Topologies: []string{"sentinel"}}
 }
 
 // sentinelFailoverEntry is the registry entry of sentinel-failover, which reads no settings of its own.
 func sentinelFailoverEntry() Entry {
 	return Entry{Name: nameSentinelFailover,
-		Summary: "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients",
-		New:     newSentinelFailover}
+		Summary:    "SENTINEL FAILOVER: a replica is promoted while the old master still serves some clients",
+		New:        newSentinelFailover,
+		Topologies: []string{"sentinel"}}
 }
 
 func newFailover(Options) Fault { return &failover{name: nameFailover} }

@@ -44,8 +44,9 @@ const nameFailoverBehind = "failover-behind"
 // failoverBehindEntry is the registry entry of failover-behind, which reads no settings of its own.
 func failoverBehindEntry() Entry {
 	return Entry{Name: nameFailoverBehind,
-		Summary: "cut replication to one replica, make the other unpromotable, SENTINEL FAILOVER once a lock is on the master and that replica only: the one without it wins",
-		New:     newFailoverBehind}
+		Summary:    "cut replication to one replica, make the other unpromotable, SENTINEL FAILOVER once a lock is on the master and that replica only: the one without it wins",
+		New:        newFailoverBehind,
+		Topologies: []string{"sentinel"}}
 }
 
 func newFailoverBehind(Options) Fault { return &failoverBehind{} }

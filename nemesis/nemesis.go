@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/cluster"
@@ -134,7 +136,39 @@ type Entry struct {
 	// Settings are the knobs this fault reads beyond the run's own: each
 	// is a flag of torture run and a key of a matrix spec.
 	Settings []settings.Setting
+	// Topologies are the topologies the fault can act on (a failover needs
+	// Sentinel, a restart-empty the independent masters of redlock);
+	// empty: every one. A run on another is refused before any server
+	// starts, and torture hunt tries the fault only where it applies.
+	// Available still has the last word, on the servers the run started.
+	Topologies []string
 }
+
+// Serves reports, as an error worded for the user that wraps
+// ErrUnavailable, that the fault cannot act on topology (Topologies).
+func (e Entry) Serves(topology string) error {
+	if len(e.Topologies) == 0 || slices.Contains(e.Topologies, topology) {
+		return nil
+	}
+	return &UnavailableError{Fault: e.Name, Err: fmt.Errorf("it acts on topology %s, not %s", strings.Join(e.Topologies, ", "), topology)}
+}
+
+// ErrUnavailable is what every error saying a fault cannot run where it
+// was asked to wraps (UnavailableError), so a caller trying many
+// combinations, as torture hunt does, can tell it from a harness failure.
+var ErrUnavailable = errors.New("fault not available")
+
+// UnavailableError says which fault cannot run here, and why.
+type UnavailableError struct {
+	Fault string
+	Err   error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("nemesis %s is not available here: %v", e.Fault, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
 
 // About implements registry.Entry.
 func (e Entry) About() (string, string) { return e.Name, e.Summary }

@@ -40,17 +40,19 @@ const (
 // partitionMinorityEntry is the registry entry of partition-minority, with the settings it reads.
 func partitionMinorityEntry() Entry {
 	return Entry{Name: namePartitionMinority,
-		Summary:  "redlock: cut one client (or all) from a minority of the masters",
-		New:      newPartitionMinority,
-		Settings: []settings.Setting{setDirection(), setPartitionClients()}}
+		Summary:    "redlock: cut one client (or all) from a minority of the masters",
+		New:        newPartitionMinority,
+		Topologies: []string{"redlock"},
+		Settings:   []settings.Setting{setDirection(), setPartitionClients()}}
 }
 
 // partitionMajorityEntry is the registry entry of partition-majority, with the settings it reads.
 func partitionMajorityEntry() Entry {
 	return Entry{Name: namePartitionMajority,
-		Summary:  "redlock: cut one client (or all) from a majority of the masters",
-		New:      newPartitionMajority,
-		Settings: []settings.Setting{setDirection(), setPartitionClients()}}
+		Summary:    "redlock: cut one client (or all) from a majority of the masters",
+		New:        newPartitionMajority,
+		Topologies: []string{"redlock"},
+		Settings:   []settings.Setting{setDirection(), setPartitionClients()}}
 }
 
 // setPartitionClients says whether the Redlock partitions cut one client

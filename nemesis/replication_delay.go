@@ -29,9 +29,10 @@ const nameReplicationDelay = "replication-delay"
 // replicationDelayEntry is the registry entry of replication-delay, with the settings it reads.
 func replicationDelayEntry() Entry {
 	return Entry{Name: nameReplicationDelay,
-		Summary:  "delay the replication stream from the master to every replica (default: the TTL)",
-		New:      newReplicationDelay,
-		Settings: []settings.Setting{setLatency(), setJitter()}}
+		Summary:    "delay the replication stream from the master to every replica (default: the TTL)",
+		New:        newReplicationDelay,
+		Topologies: []string{"sentinel"},
+		Settings:   []settings.Setting{setLatency(), setJitter()}}
 }
 
 func newReplicationDelay(o Options) Fault {

@@ -65,22 +65,25 @@ const (
 // restartEmptyEntry is the registry entry of restart-empty, which reads no settings of its own.
 func restartEmptyEntry() Entry {
 	return Entry{Name: nameRestartEmpty,
-		Summary: "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged",
-		New:     newRestartEmpty}
+		Summary:    "redlock: SIGKILL a master and restart it at once with no persistence: it forgets the locks it acknowledged",
+		New:        newRestartEmpty,
+		Topologies: []string{"redlock"}}
 }
 
 // restartDelayedEntry is the registry entry of restart-delayed, which reads no settings of its own.
 func restartDelayedEntry() Entry {
 	return Entry{Name: nameRestartDelayed,
-		Summary: "redlock control: SIGKILL a master, restart it empty only after the TTL has passed",
-		New:     newRestartDelayed}
+		Summary:    "redlock control: SIGKILL a master, restart it empty only after the TTL has passed",
+		New:        newRestartDelayed,
+		Topologies: []string{"redlock"}}
 }
 
 // restartFsyncEntry is the registry entry of restart-fsync, which reads no settings of its own.
 func restartFsyncEntry() Entry {
 	return Entry{Name: nameRestartFsync,
-		Summary: "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once",
-		New:     newRestartFsync}
+		Summary:    "redlock control: every master runs AOF appendfsync always; SIGKILL one and restart it at once",
+		New:        newRestartFsync,
+		Topologies: []string{"redlock"}}
 }
 
 func newRestartEmpty(Options) Fault   { return &restartNode{name: nameRestartEmpty} }

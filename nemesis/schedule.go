@@ -114,7 +114,7 @@ func (s *Schedule) zeroCounts() {
 func (s *Schedule) Check(t *Target) error {
 	for _, f := range s.Faults {
 		if err := f.Available(t); err != nil {
-			return fmt.Errorf("nemesis %s is not available here: %w", f.Name(), err)
+			return &UnavailableError{Fault: f.Name(), Err: err}
 		}
 	}
 	if len(s.Faults) > 0 && s.Interval <= 0 {

@@ -33,8 +33,9 @@ const nameSlotMigration = "slot-migration"
 // slotMigrationEntry is the registry entry of slot-migration, which reads no settings of its own.
 func slotMigrationEntry() Entry {
 	return Entry{Name: nameSlotMigration,
-		Summary: "Redis Cluster: migrate the slot of a live lock to another master (IMPORTING/MIGRATING, MIGRATE, ASK redirects; SETSLOT NODE at heal)",
-		New:     newSlotMigration}
+		Summary:    "Redis Cluster: migrate the slot of a live lock to another master (IMPORTING/MIGRATING, MIGRATE, ASK redirects; SETSLOT NODE at heal)",
+		New:        newSlotMigration,
+		Topologies: []string{"cluster"}}
 }
 
 func newSlotMigration(Options) Fault { return &slotMigration{slot: -1} }

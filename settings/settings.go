@@ -49,6 +49,14 @@ type Setting struct {
 	// Aliases are older spellings of Name, still accepted as flags and
 	// header params; their help says which setting is meant.
 	Aliases []string
+	// Search lists the values `torture hunt` tries for the setting, the
+	// first its base value, each a text Parse reads; in a Duration or
+	// Range text a number followed by "ttl" is that multiple of the run's
+	// TTL ("0.5ttl", "1.5ttl..2.5ttl"). Empty: an entry's setting gets
+	// values derived from its kind (SearchKind), a run's own setting is
+	// not searched. NoSearch keeps a setting out of the hunt altogether.
+	Search   []string
+	NoSearch bool
 }
 
 // Span is the value of a Range setting.

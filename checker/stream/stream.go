@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -348,6 +349,10 @@ func (s *Stream) merge(r checker.Result, ownFrom int64) {
 		s.stats[r.Checker] = st
 	}
 	for k, v := range r.Stats {
+		if old, seen := st[k]; seen && strings.HasPrefix(k, "min_") {
+			st[k] = min(old, v) // a least value, as checker.StatClosestGrant
+			continue
+		}
 		st[k] += v
 	}
 }

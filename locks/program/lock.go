@@ -255,7 +255,7 @@ const maxKeyTemplate = 512
 // topology, or whose key template names no key.
 func servable(cfg locks.Config, m message) error {
 	if len(m.Topologies) > 0 && !slices.Contains(m.Topologies, cfg.Routes.Topology) {
-		return fmt.Errorf("does not serve topology %s: it serves %s (its hello's topologies)", cfg.Routes.Topology, strings.Join(m.Topologies, ", "))
+		return fmt.Errorf("%w %s: it serves %s (its hello's topologies)", locks.ErrNotServed, cfg.Routes.Topology, strings.Join(m.Topologies, ", "))
 	}
 	if t := m.KeyTemplate; t != "" && (!strings.Contains(t, "{key}") || len(t) > maxKeyTemplate) {
 		return fmt.Errorf("its hello has key_template %q; expected at most %d bytes holding {key}", t, maxKeyTemplate)
