@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,8 +24,8 @@ import (
 var (
 	budgetSetting = settings.Setting{Name: "budget", Kind: settings.Duration, Default: "10m", Owner: "command",
 		Help: "time the whole hunt may take, confirmations included"}
-	strategySetting = settings.Setting{Name: "strategy", Kind: settings.String, Choices: hunt.Strategies, Default: hunt.StrategyFeedback, Owner: "command",
-		Help: "feedback (sweep, then mutate the runs that reached new coverage) or random (uniform samples of the same space)"}
+	strategySetting = settings.Setting{Name: "strategy", Kind: settings.String, Default: hunt.StrategyFeedback, Owner: "command",
+		Help: "feedback (a sweep, exploration, mutations of the runs that came closest) or random (uniform samples of the same space); with --museum a list"}
 	huntExpectSetting = settings.Setting{Name: "expect", Kind: settings.String, Choices: []string{"holds", "breaks"}, Default: "holds", Owner: "command",
 		Help: "gate mode: exit 0 only if the hunt found no failure beyond the TTL hazard (holds), or found one (breaks)"}
 	museumSetting = settings.Setting{Name: "museum", Kind: settings.String, Owner: "command",
@@ -215,8 +216,8 @@ func huntMuseum(ctx context.Context, f *huntFlags, stdout, stderr io.Writer) int
 		sts = hunt.Strategies
 	}
 	for _, s := range sts {
-		if _, err := strategySetting.Parse(s); err != nil {
-			return fail(stderr, fmt.Errorf("hunt: --strategy: %v", err))
+		if !slices.Contains(hunt.Strategies, s) {
+			return fail(stderr, fmt.Errorf("hunt: --strategy %q: want %s", s, strings.Join(hunt.Strategies, ", ")))
 		}
 	}
 	out := f.opts.OutDir

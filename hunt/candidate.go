@@ -69,6 +69,15 @@ func (sp *Space) normalize(c *Candidate) {
 			delete(c.Values, k)
 		}
 	}
+	// A value the runs refused (a TTL the lock cannot express, even the
+	// base one) gives way to the first one still allowed.
+	for _, d := range apply {
+		if v := c.value(d); sp.isRefused(c.Topology, d.Name(), v) {
+			if ok := sp.values(c.Topology, d)[0]; ok != d.Values[0] {
+				c.Values[d.Name()] = ok
+			}
+		}
+	}
 }
 
 // value is dimension d's value in c: its own or the base.
@@ -107,7 +116,7 @@ func (sp *Space) ttl(set map[string]string) time.Duration {
 	return locktorture.DefaultOptions().TTL
 }
 
-// Duration is how long the candidate runs: long enough for a dozen leases
+// Duration is how long the candidate runs: long enough for eight leases
 // and three holds, and for a fault to come and heal three times, within
 // [min, max]. A fixed duration wins.
 func (sp *Space) Duration(c *Candidate, lo, hi time.Duration) time.Duration {
@@ -118,10 +127,10 @@ func (sp *Space) Duration(c *Candidate, lo, hi time.Duration) time.Duration {
 		}
 	}
 	ttl := sp.ttl(set)
-	d := 12 * ttl
+	d := 8 * ttl
 	if v, ok := set["hold"]; ok {
 		if s, err := (settings.Setting{Kind: settings.Range}).Parse(v); err == nil {
-			d = max(d, 3*s.(settings.Span).Max+2*ttl)
+			d = max(d, 3*s.(settings.Span).Max+ttl)
 		}
 	}
 	if len(c.Faults) > 0 {

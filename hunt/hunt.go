@@ -19,16 +19,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
+	"github.com/locktorture/locktorture/history"
 	"github.com/locktorture/locktorture/locks"
 	"github.com/locktorture/locktorture/locks/program"
 	"github.com/locktorture/locktorture/nemesis"
-	"github.com/locktorture/locktorture/shrink"
 )
 
 // RunFunc performs one run; locktorture.Run unless a caller wraps it.
@@ -119,6 +118,9 @@ type hunter struct {
 	runs    string
 	over    map[string]time.Duration // what a run costs beyond its duration, per topology
 	lastErr error
+	// pending are the trials that showed failures first, to confirm once
+	// the search ends.
+	pending []*Trial
 }
 
 // Hunt searches lock's space within the budget and returns what it
@@ -133,9 +135,13 @@ func Hunt(ctx context.Context, o Options) (*Result, error) {
 	ctx, cancel := context.WithDeadline(ctx, h.end)
 	defer cancel()
 	for h.going(ctx) && (o.MaxTrials == 0 || len(h.res.Trials) < o.MaxTrials) {
+		if len(h.sp.LiveTopologies()) == 0 {
+			return nil, fmt.Errorf("hunt %s: every topology refused the lock; the last refusal: %v", o.Lock, h.lastErr)
+		}
 		c, how, parent := h.strat.Next()
+		h.sp.normalize(&c) // what the runs refused since it was drawn gives way
 		dur := h.sp.Duration(&c, h.opts.MinRun, h.opts.MaxRun)
-		if time.Until(h.end) < dur+h.overhead(c.Topology) {
+		if time.Until(h.end)-h.reserve() < dur+h.overhead(c.Topology) {
 			h.res.BudgetSpent = true
 			break
 		}
@@ -145,13 +151,14 @@ func Hunt(ctx context.Context, o Options) (*Result, error) {
 		}
 		h.strat.Observe(t)
 		if len(t.NewFailures) > 0 {
-			h.confirm(ctx, t)
+			h.pending = append(h.pending, t)
 		}
 		h.progress("")
 		if h.stuck() {
 			return nil, fmt.Errorf("hunt %s: every candidate so far was refused; the last: %v", o.Lock, h.lastErr)
 		}
 	}
+	h.confirmAll(ctx)
 	h.res.Interrupted = ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 	return h.finish()
 }
@@ -227,10 +234,10 @@ func lockEntry(regs locktorture.Registries, name string) (locks.Entry, error) {
 
 func (h *hunter) going(ctx context.Context) bool { return ctx.Err() == nil }
 
-// stuck: a hunt whose first dozen candidates were all refused is a hunt
-// of a lock the plan cannot run at all.
+// stuck: a hunt whose first two dozen candidates were all refused is a
+// hunt of a lock the plan cannot run at all.
 func (h *hunter) stuck() bool {
-	if len(h.res.Trials) < 12 {
+	if len(h.res.Trials) < 24 {
 		return false
 	}
 	for _, t := range h.res.Trials {
@@ -309,6 +316,9 @@ func (h *hunter) observe(t *Trial, res *locktorture.Result, dir string) error {
 		return err
 	}
 	t.Obs = obs
+	if !slices.ContainsFunc(obs.Features, func(f string) bool { return strings.HasPrefix(f, "outcome "+string(history.Acquire)+"/") }) {
+		h.sp.learn(&t.Candidate, nil, tookNoLock)
+	}
 	for _, f := range obs.Features {
 		if !h.seen[f] {
 			h.seen[f] = true
@@ -384,136 +394,6 @@ func (h *hunter) progress(doing string) {
 	}
 	h.opts.Progress(Status{Elapsed: time.Since(h.began), Budget: h.opts.Budget, Trials: len(h.res.Trials),
 		Coverage: len(h.seen), Failures: h.distinct(false), Found: found, Hazards: h.distinct(true), Doing: doing})
-}
-
-// confirm shrinks the first run of the failures a trial showed first and
-// reruns the smallest command on its seed: each failure is found when
-// Need of Reruns reruns show it again. The shrink keeps the failure that
-// matters most (safety before liveness); those the smallest command does
-// not show again are rerun from the first run's own command.
-func (h *hunter) confirm(ctx context.Context, t *Trial) {
-	sigs := slices.Clone(t.NewFailures)
-	sort.Slice(sigs, func(i, j int) bool { return rank(sigs[i]) < rank(sigs[j]) })
-	fails := make([]*Failure, len(sigs))
-	for i, sig := range sigs {
-		fails[i] = h.fails[failKey{sig, false}]
-	}
-	budget := min(time.Until(h.end)/4, 60*time.Second)
-	if budget < 10*time.Second {
-		return // StatusUnconfirmed
-	}
-	began := time.Now()
-	target := shrink.Target{Kind: sigs[0].Kind(), Class: sigs[0].Class()}
-	h.progress("simplifying " + string(sigs[0]))
-	simpler := h.simplify(ctx, t, target, budget/2)
-	h.progress("shrinking " + string(sigs[0]))
-	dir := filepath.Join(h.opts.OutDir, "confirm", fmt.Sprintf("%03d-%s", t.N, idPart(string(sigs[0]))))
-	src, smallest := t.Dir, t.Command
-	sres, err := shrink.Shrink(ctx, simpler, shrink.Options{Target: &target, Budget: max(budget-time.Since(began), 10*time.Second), OutDir: dir,
-		Registries: h.opts.Registries, Logf: h.opts.Logf, Run: shrink.RunFunc(h.opts.Run)})
-	switch {
-	case err != nil:
-		fails[0].ShrinkError = oneLine(err.Error())
-	case sres.Reproduced:
-		src, smallest = sres.SmallestDir, sres.Command()
-		fails[0].SmallestArgs = sres.Smallest
-	default:
-		fails[0].ShrinkError = "the first run's command did not show it again on its rerun"
-	}
-	h.progress("rerunning " + string(sigs[0]))
-	h.rerun(ctx, src, smallest, fails)
-	if src != t.Dir {
-		var rest []*Failure
-		for _, f := range fails {
-			if f.Recurred < h.opts.Need {
-				rest = append(rest, f)
-			}
-		}
-		h.rerun(ctx, t.Dir, t.Command, rest)
-	}
-	for _, f := range fails {
-		switch {
-		case f.Recurred >= h.opts.Need:
-			f.Status = StatusFound
-		case f.Reruns < h.opts.Reruns:
-			f.Status = StatusUnconfirmed
-		default:
-			f.Status = StatusOnce
-		}
-	}
-}
-
-// rank orders failures for the shrink: safety before liveness, a double
-// holder within the lease first.
-func rank(s Signature) int {
-	switch {
-	case s.Kind() == checker.KindDoubleHolder:
-		return 0
-	case checker.SeverityOf(s.Kind()) == checker.SeveritySafety && !resourceKind(s.Kind()):
-		return 1
-	case checker.SeverityOf(s.Kind()) == checker.SeveritySafety:
-		return 2
-	}
-	return 3
-}
-
-// rerun runs the command of the run in dir again on its seed, Reruns
-// times (fewer once every failure is out of reach of Need), and counts
-// for each failure the reruns that showed it; the failures' smallest
-// command is this one.
-func (h *hunter) rerun(ctx context.Context, dir, command string, fails []*Failure) {
-	if len(fails) == 0 {
-		return
-	}
-	o, err := optionsOf(dir, h.opts.Registries)
-	if err != nil {
-		for _, f := range fails {
-			f.ShrinkError = oneLine(err.Error())
-		}
-		return
-	}
-	for _, f := range fails {
-		f.Smallest, f.Reruns, f.Recurred = command, 0, 0
-	}
-	reachable := func() bool {
-		for _, f := range fails {
-			if h.opts.Reruns-f.Reruns+f.Recurred >= h.opts.Need {
-				return true
-			}
-		}
-		return false
-	}
-	o.Logf = h.opts.Logf
-	for n := 0; n < h.opts.Reruns && ctx.Err() == nil && reachable(); n++ {
-		if time.Until(h.end) < o.Duration+h.overhead(o.Topology) {
-			return
-		}
-		shown := map[Signature]bool{}
-		o.StopWhen = func(a checker.Anomaly) bool {
-			shown[signatureOf(a)] = true
-			for _, f := range fails {
-				if !shown[f.Signature] {
-					return false
-				}
-			}
-			return true
-		}
-		res, err := h.opts.Run(ctx, o)
-		if err != nil || res.Interrupted {
-			return
-		}
-		for _, a := range res.Report.Anomalies {
-			if !a.HarnessStall {
-				shown[signatureOf(a)] = true
-			}
-		}
-		for _, f := range fails {
-			f.Reruns++
-			if shown[f.Signature] {
-				f.Recurred++
-			}
-		}
-	}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

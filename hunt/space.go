@@ -219,17 +219,30 @@ func (sp *Space) LiveTopologies() []string {
 // combination the plan refuses) does not.
 const refusedAfter = 2
 
+// topologyRefusedAfter is the refusals (counted refusedAfter-1 each) that
+// take a topology out when no refusal named what was wrong.
+const topologyRefusedAfter = 3 * (refusedAfter - 1)
+
 func refuseKey(topology, dim, value string) string { return topology + "|" + dim + "=" + value }
 
 func (sp *Space) isRefused(topology, dim, value string) bool {
+	if sp.refused[refuseKey("*", dim, value)] > 0 {
+		return true
+	}
 	k := refuseKey(topology, dim, value)
-	return !sp.allowed[k] && sp.refused[k] >= refusedAfter
+	limit := refusedAfter
+	if dim == "topology" {
+		limit = max(refusedAfter, topologyRefusedAfter)
+	}
+	return !sp.allowed[k] && sp.refused[k] >= limit
 }
 
 // learn records what a run's start said of its candidate: a topology the
-// lock does not serve or a fault not available is out at once; a refused
-// candidate (a usage error) counts against each of its non-base values; an
-// accepted one clears them all.
+// lock does not serve or a fault not available is out at once. A refused
+// candidate (a usage error) counts against the values of the settings
+// its error names as flags (--ttl: "cannot be expressed"), the base ones
+// among them, else against each of its non-base values and its topology.
+// An accepted one clears them all.
 func (sp *Space) learn(c *Candidate, err error, kind refusal) {
 	switch kind {
 	case refusedTopology:
@@ -241,18 +254,53 @@ func (sp *Space) learn(c *Candidate, err error, kind refusal) {
 			}
 		}
 	case refusedOther:
+		var named []Dim
+		for _, d := range sp.Dims(c) {
+			if flagNamed(err.Error(), d.Name()) {
+				named = append(named, d)
+			}
+		}
+		switch len(named) {
+		case 0:
+		case 1:
+			sp.refused[refuseKey(c.Topology, named[0].Name(), c.value(named[0]))]++
+			return
+		default:
+			return // two settings that do not go together: neither is to blame alone
+		}
 		for name, v := range c.Values {
 			sp.refused[refuseKey(c.Topology, name, v)]++
+		}
+		// A topology is dropped later than a value: it takes a third
+		// refusal with nothing to blame.
+		sp.refused[refuseKey(c.Topology, "topology", c.Topology)] += refusedAfter - 1
+	case tookNoLock:
+		// A workload that never calls the lock (a sale in one Lua
+		// script) tests nothing of it, wherever it runs.
+		if w, ok := c.Values["workload"]; ok {
+			sp.refused[refuseKey("*", "workload", w)] = 1
 		}
 	case accepted:
 		sp.allowed[refuseKey(c.Topology, "topology", c.Topology)] = true
 		for _, f := range c.Faults {
 			sp.allowed[refuseKey(c.Topology, "fault", f)] = true
 		}
-		for name, v := range c.Values {
-			sp.allowed[refuseKey(c.Topology, name, v)] = true
+		for _, d := range sp.Dims(c) {
+			sp.allowed[refuseKey(c.Topology, d.Name(), c.value(d))] = true
 		}
 	}
+}
+
+// flagNamed reports whether an error names the setting as a flag, as the
+// plan's and the lock programs' errors do ("--share 4: want 1..2 (at
+// most --clients)").
+func flagNamed(msg, name string) bool {
+	for _, sep := range []string{" ", "=", ")", ":", ","} {
+		if strings.Contains(msg, "--"+name+sep) {
+			return true
+		}
+	}
+	return strings.HasSuffix(msg, "--"+name)
 }
 
 type refusal int
@@ -262,6 +310,7 @@ const (
 	refusedTopology
 	refusedFault
 	refusedOther
+	tookNoLock
 )
 
 // Size counts the candidates of the space (one seed each), for the report:

@@ -155,6 +155,10 @@ func (o HuntOptions) huntCell(ctx context.Context, bin, out, lock, strategy, exp
 		"--strategy", strategy, "--out", out, "--quiet"}
 	cmd := exec.CommandContext(ctx, o.Torture, args...)
 	cmd.Env = append(os.Environ(), ExhibitEnv+"="+bin)
+	// Ctrl-C reaches the hunt as an interrupt, so it stops what it runs
+	// and writes what it found; a kill only if it does not end.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	runErr := cmd.Run()

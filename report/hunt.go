@@ -115,7 +115,7 @@ func HuntPlot(points []HuntPoint) ([]byte, error) {
 	p := plot.New()
 	p.X.Label.Text = "seconds into the hunt"
 	p.Y.Label.Text = "distinct coverage"
-	p.Legend.Top, p.Legend.Left = false, true
+	p.Legend.Top, p.Legend.Left = true, true
 	var cov, fails, hz plotter.XYs
 	for _, pt := range points {
 		cov = append(cov, plotter.XY{X: pt.Seconds, Y: float64(pt.Coverage)})
