@@ -15,6 +15,7 @@ import (
 
 	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/hunt"
+	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/museum"
 	"github.com/locktorture/locktorture/settings"
 )
@@ -30,6 +31,8 @@ var (
 		Help: "gate mode: exit 0 only if the hunt found no failure beyond the TTL hazard (holds), or found one (breaks)"}
 	museumSetting = settings.Setting{Name: "museum", Kind: settings.String, Owner: "command",
 		Help: "hunt, blind, the lock of every breaking cell of the museum in this folder (bugs/), with each --strategy, and tell which found the cell's anomaly"}
+	matrixSetting = settings.Setting{Name: "matrix", Kind: settings.String, Owner: "command",
+		Help: "hunt, blind, every lock of this matrix spec, and judge each hunt against the spec's cells (--lock: only those locks)"}
 	exhibitsSetting = settings.Setting{Name: "exhibits", Kind: settings.List, Owner: "command",
 		Help: "with --museum: only these exhibits"}
 	runsSetting = settings.Setting{Name: "runs", Kind: settings.Int, Default: "as the budget allows", Owner: "command",
@@ -44,6 +47,7 @@ type huntFlags struct {
 	expect   string
 	quiet    bool
 	museum   string
+	spec     string
 	exhibits []string
 }
 
@@ -69,6 +73,8 @@ func (f *huntFlags) set(name, text string, all *settings.Set) error {
 		f.quiet = v.(bool)
 	case museumSetting.Name:
 		f.museum = text
+	case matrixSetting.Name:
+		f.spec = text
 	case exhibitsSetting.Name:
 		f.exhibits = v.([]string)
 	case "lock":
@@ -96,7 +102,7 @@ func (f *huntFlags) set(name, text string, all *settings.Set) error {
 func cmdHunt(args []string, stdout, stderr io.Writer, regs locktorture.Registries) int {
 	all, err := regs.Settings()
 	if err == nil {
-		err = all.Add(budgetSetting, strategySetting, huntExpectSetting, maxRunSetting, runsSetting, museumSetting, exhibitsSetting, quietSetting)
+		err = all.Add(budgetSetting, strategySetting, huntExpectSetting, maxRunSetting, runsSetting, museumSetting, matrixSetting, exhibitsSetting, quietSetting)
 	}
 	if err != nil {
 		return fail(stderr, fmt.Errorf("hunt: %v", err))
@@ -117,6 +123,9 @@ func cmdHunt(args []string, stdout, stderr io.Writer, regs locktorture.Registrie
 	}()
 	if f.museum != "" {
 		return huntMuseum(ctx, f, stdout, stderr)
+	}
+	if f.spec != "" {
+		return huntSpec(ctx, f, regs, stdout, stderr)
 	}
 	if f.opts.Lock == "" {
 		return fail(stderr, errors.New("hunt: no lock to hunt: name one with --lock (see torture list)"))
@@ -231,6 +240,39 @@ func huntMuseum(ctx context.Context, f *huntFlags, stdout, stderr io.Writer) int
 	}
 	_ = res.WriteMarkdown(stdout)
 	fmt.Fprintf(stdout, "hunt folder: %s (%s, hunt-museum.md)\n", out, museum.HuntFile)
+	if ctx.Err() != nil {
+		return exitUsage
+	}
+	return exitValid
+}
+
+// huntSpec hunts every lock of a matrix spec blind and judges the hunts
+// against the spec's cells: the measurement of how much of a fault table
+// the hunt rediscovers unprompted.
+func huntSpec(ctx context.Context, f *huntFlags, regs locktorture.Registries, stdout, stderr io.Writer) int {
+	spec, err := matrix.Load(f.spec, regs)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("hunt: %v", err))
+	}
+	if _, err := hunt.NewStrategy(f.opts.Strategy, nil, 0); err != nil {
+		return fail(stderr, fmt.Errorf("hunt: %v", err))
+	}
+	out := f.opts.OutDir
+	if out == "" {
+		out = filepath.Join("results", "hunt-"+spec.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	var locks []string
+	if f.opts.Lock != "" {
+		locks = settings.SplitList(f.opts.Lock)
+	}
+	ho := f.opts
+	ho.Progress, ho.OutDir, ho.Lock = nil, "", ""
+	res, err := hunt.HuntSpec(ctx, hunt.SpecOptions{Spec: spec, Hunt: ho, Locks: locks, Out: out, Progress: stdout})
+	if err != nil {
+		return fail(stderr, fmt.Errorf("hunt: %v", err))
+	}
+	_ = res.WriteMarkdown(stdout)
+	fmt.Fprintf(stdout, "hunt folder: %s (hunt-spec.json, hunt-spec.md)\n", out)
 	if ctx.Err() != nil {
 		return exitUsage
 	}
