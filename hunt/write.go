@@ -152,7 +152,7 @@ func page(r *Result) report.HuntPage {
 		}
 	}
 	for _, c := range r.Coverage {
-		p.Coverage = append(p.Coverage, report.HuntCell{Cell: c.Cell, Runs: c.Runs, Held: c.Held, Aims: c.Aims, Outcomes: c.Outcomes,
+		p.Coverage = append(p.Coverage, report.HuntCell{Cell: c.Cell, Runs: c.Runs, Held: c.Held, Refused: c.Refused, Aims: c.Aims, Outcomes: c.Outcomes,
 			Settings: settingsText(c.Settings), Failures: sigs(c.Failures), Hazards: sigs(c.Hazards)})
 	}
 	return p
@@ -189,7 +189,11 @@ func markdown(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "### %s: %s\n\n", f.Signature, f.Status)
 		fmt.Fprintf(&b, "- first seen %s into the hunt, run #%d (%s)\n", at(f.FoundAtMs), f.FirstTrial, f.Run)
 		fmt.Fprintf(&b, "- %s\n- shown under: %s\n- reruns of the smallest command on its seed: %s\n", f.Detail, shownUnder(f), recurred(f))
-		fmt.Fprintf(&b, "- smallest command:\n\n  ```\n  %s\n  ```\n\n", f.Smallest)
+		what := "smallest command"
+		if f.Smallest == f.Command {
+			what = "its first run's command"
+		}
+		fmt.Fprintf(&b, "- %s:\n\n  ```\n  %s\n  ```\n\n", what, f.Smallest)
 	}
 	if !listed {
 		b.WriteString("None beyond the TTL hazard.\n\n")
@@ -200,9 +204,9 @@ func markdown(w io.Writer, r *Result) error {
 			fmt.Fprintf(&b, "- %s, first at %s (run #%d), under %s\n", f.Signature, at(f.FoundAtMs), f.FirstTrial, shownUnder(f))
 		}
 	}
-	b.WriteString("\n## What was tried\n\n| topology / faults | runs | held | aims hit | outcomes | failures | hazard |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n## What was tried\n\n| topology / faults | runs | held | refused | aims hit | outcomes | failures | hazard |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Coverage {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s |\n", c.Cell, c.Runs, c.Held, c.Aims, c.Outcomes, sigs(c.Failures), sigs(c.Hazards))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", c.Cell, c.Runs, c.Held, c.Refused, c.Aims, c.Outcomes, sigs(c.Failures), sigs(c.Hazards))
 	}
 	if len(r.Untested) > 0 {
 		b.WriteString("\n## Not tested\n\n")

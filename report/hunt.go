@@ -45,9 +45,9 @@ type HuntFailure struct {
 
 // HuntCell is one row of the coverage table.
 type HuntCell struct {
-	Cell                        string
-	Runs, Held, Aims, Outcomes  int
-	Settings, Failures, Hazards string
+	Cell                                string
+	Runs, Held, Refused, Aims, Outcomes int
+	Settings, Failures, Hazards         string
 }
 
 // HuntPoint is the hunt's progress after a trial.
@@ -77,8 +77,8 @@ var huntTmpl = template.Must(template.New("hunt").Parse(`<!DOCTYPE html>
 <h2>Progress</h2>
 {{.Plot}}
 <h2>What was tried</h2>
-<table><tr><th>topology / faults</th><th>runs</th><th>held</th><th>aims hit</th><th>outcomes</th><th>failures</th><th>hazard</th><th>settings tried</th></tr>
-{{range .Coverage}}<tr><td>{{.Cell}}</td><td>{{.Runs}}</td><td>{{.Held}}</td><td>{{.Aims}}</td><td>{{.Outcomes}}</td><td>{{.Failures}}</td><td>{{.Hazards}}</td><td class="small">{{.Settings}}</td></tr>
+<table><tr><th>topology / faults</th><th>runs</th><th>held</th><th>refused</th><th>aims hit</th><th>outcomes</th><th>failures</th><th>hazard</th><th>settings tried</th></tr>
+{{range .Coverage}}<tr><td>{{.Cell}}</td><td>{{.Runs}}</td><td>{{.Held}}</td><td>{{.Refused}}</td><td>{{.Aims}}</td><td>{{.Outcomes}}</td><td>{{.Failures}}</td><td>{{.Hazards}}</td><td class="small">{{.Settings}}</td></tr>
 {{end}}</table>
 {{if .Untested}}<h2>Not tested</h2><ul>{{range .Untested}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </main></body></html>
