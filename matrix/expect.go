@@ -231,7 +231,10 @@ func (e *Expect) decodeFirst(n *yaml.Node) error {
 			rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
 		}
 	}
-	if first == nil || len(rest.Content) != 2 || rest.Content[0].Value != "breaks" {
+	if first == nil {
+		return fmt.Errorf("line %d: expect: want holds, {holds: [kinds]} or {breaks: {kind: K, class: C}}", n.Line)
+	}
+	if rest.Content[0].Value != "breaks" {
 		return fmt.Errorf("line %d: expect: want {breaks: {kind: K}, first: {class: C}} (first goes only with breaks)", n.Line)
 	}
 	if err := e.UnmarshalYAML(rest); err != nil {

@@ -55,7 +55,7 @@ var museumTmpl = template.Must(template.New("museum").Parse(`<!DOCTYPE html>
 .excerpt { font-family: monospace; font-size: .9em; background: #f6f6f6; padding: .4em; white-space: pre-wrap; }
 </style></head><body><main>
 <h1>locktorture museum</h1>
-<p class="muted">Reported bugs of real Redis lock libraries, each run from the library's own code at the version that had it and at the version that fixed it (or beside the setting that avoids it). {{.Closing}}{{if .Generated}}; {{.Generated}}{{end}}.</p>
+<p class="muted">Bugs of real Redis lock libraries (reported, or found by reading their source or by locktorture), each run from the library's own code at the version that had it and at the version that fixed it (or beside the setting that avoids it). {{.Closing}}{{if .Generated}}; {{.Generated}}{{end}}.</p>
 {{range .Exhibits}}<section class="exhibit" id="{{.Slug}}">
 <h2>{{if .AsExpected}}<span class="verdict verdict-valid">as expected</span>{{else if .Error}}<span class="verdict verdict-invalid">not shown</span>{{else}}<span class="verdict verdict-invalid">NOT as expected</span>{{end}} {{.Slug}}: {{.Title}}</h2>
 <p class="small">{{.Library}} · {{if .Report}}report <a href="{{.Report}}">{{.Report}}</a>{{else if .Found}}not reported: {{.Found}}; evidence {{if .EvidenceURL}}<a href="{{.EvidenceURL}}">{{.Evidence}}</a>{{else}}{{.Evidence}}{{end}}{{end}}{{if .Fix}} · fix <a href="{{.Fix}}">{{.Fix}}</a>{{end}}<br>
