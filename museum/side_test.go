@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktorture/locktorture"
 	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/matrix"
 	"github.com/locktorture/locktorture/report"
 )
 
-// TestEveryExhibitSaysItsSides: every exhibit of bugs/ loads, and each of
-// its cells says which program or setting it runs.
+// TestEveryExhibitSaysItsSides: every exhibit of bugs/ loads, its spec
+// reads as a matrix spec (its kinds and classes spelled right), and each
+// of its cells says which program or setting it runs.
 func TestEveryExhibitSaysItsSides(t *testing.T) {
 	slugs, err := Find("../bugs")
 	if err != nil {
@@ -27,6 +29,9 @@ func TestEveryExhibitSaysItsSides(t *testing.T) {
 		}
 		if err := checkSides(e); err != nil {
 			t.Error(err)
+		}
+		if _, err := matrix.Load(filepath.Join(e.Dir, e.Spec), locktorture.Registries{}); err != nil {
+			t.Errorf("exhibit %s: %v", slug, err)
 		}
 	}
 }
