@@ -25,30 +25,22 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	if len(args) > 0 && args[0] == "merge" {
 		return cmdMerge(args[1:], stdout, stderr)
 	}
-	var seedsText, out, cells, shardText string
-	var quiet, full, resume, shrinkFails bool
-	shrinkBudget := 5 * time.Minute
+	var out, shardText string
+	var quiet, resume bool
+	var mf matrixRunFlags
 	fs := newFlags("matrix", stderr)
-	fs.StringVar(&seedsText, "seeds", "", "seeds A..B (or one seed) for every cell, replacing the spec's")
+	mf.define(fs)
 	fs.StringVar(&out, "out", "", "folder for runs/, matrix.json, matrix.md, junit.xml and index.html (default results/matrix-NAME-TIME)")
-	fs.StringVar(&cells, "cells", "", "run only the cells whose names match these comma-separated patterns (token-*,set-px-overrun)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar or progress lines")
-	fs.BoolVar(&full, "full-runs", false, "run breaking cells for their whole duration (default: stop each run at the expected anomaly)")
 	fs.StringVar(&shardText, "shard", "", "run only the K-th of N parts of the runs, K/N (merge the parts with 'torture matrix merge')")
 	fs.BoolVar(&resume, "resume", false, "take up the matrix.json in --out and run only the runs it lacks")
-	fs.BoolVar(&shrinkFails, "shrink", false, "shrink the first failing seed of each cell not as expected to the smallest run that still fails")
-	fs.DurationVar(&shrinkBudget, "shrink-budget", shrinkBudget, "time each cell's shrink may take")
 	path, help, err := parseOne(fs, args, stdout, "SPEC.yaml")
 	if code, stop := parseStop(help, err, "matrix", stderr); stop {
 		return code
 	}
-	var override matrix.Seeds
-	if seedsText != "" {
-		s, err := matrix.ParseSeeds(seedsText)
-		if err != nil {
-			return fail(stderr, fmt.Errorf("matrix: --%v", err))
-		}
-		override = s
+	override, err := mf.parsedSeeds()
+	if err != nil {
+		return fail(stderr, fmt.Errorf("matrix: %v", err))
 	}
 	var shard matrix.Shard
 	if shardText != "" {
@@ -76,7 +68,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 		cancel()
 	}()
 	show := &matrixProgress{stdout: stdout, stderr: stderr, tty: !quiet && isTerminal(stdout)}
-	opts := matrix.Options{Seeds: override, Cells: cells, OutDir: out, FullRuns: full,
+	opts := matrix.Options{Seeds: override, Cells: mf.cells, OutDir: out, FullRuns: mf.full,
 		Shard: shard, Resume: resume, Logf: show.logf}
 	if !quiet {
 		opts.Progress = show.progress
@@ -92,8 +84,8 @@ func cmdMatrix(args []string, stdout, stderr io.Writer, regs locktorture.Registr
 	if err != nil {
 		return fail(stderr, fmt.Errorf("matrix: %v", err))
 	}
-	if shrinkFails && !res.Interrupted {
-		shrinkCells(ctx, res, out, shrink.Options{Budget: shrinkBudget, Registries: regs, Logf: opts.Logf}, stdout)
+	if mf.shrink && !res.Interrupted {
+		shrinkCells(ctx, res, out, shrink.Options{Budget: mf.shrinkBudget, Registries: regs, Logf: opts.Logf}, stdout)
 	}
 	return finish(res, out, stdout, stderr)
 }

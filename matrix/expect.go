@@ -13,16 +13,88 @@ import (
 
 // Expect is a cell's promise: it breaks with an anomaly of a kind (and
 // class), or it holds. Written `expect: holds` (the verdict is valid),
-// `expect: {holds: [double-holder]}` (no anomaly of those kinds; others
-// are tolerated), or `expect: {breaks: {kind: double-holder, class: within-lease}}`.
+// `expect: {holds: [double-holder/within-lease, foreign-release]}` (no
+// anomaly of those kinds, or of that class of a kind; others are
+// tolerated), or `expect: {breaks: {kind: double-holder, class: within-lease}}`
+// (also `breaks: double-holder/within-lease`). A breaking cell may add
+// `first: {class: within-lease}`: the anomaly its time to first anomaly
+// (and the museum's quote) is taken from, when it detects a wider one.
 type Expect struct {
 	// Breaks is set for a breaking cell.
 	Breaks *Breaks `json:"breaks,omitempty"`
+	// First, for a breaking cell, narrows the anomaly its time to first
+	// anomaly and its quote are taken from (a class of Breaks' kind);
+	// nil: Breaks itself.
+	First *Breaks `json:"first,omitempty"`
 	// Holds is true for a control cell.
 	Holds bool `json:"holds,omitempty"`
 	// Absent, for a control cell, narrows "holds" to "no anomaly of these
-	// kinds"; empty means the verdict must be valid.
-	Absent []checker.Kind `json:"absent,omitempty"`
+	// kinds (or classes)"; empty means the verdict must be valid.
+	Absent []Pattern `json:"absent,omitempty"`
+}
+
+// Pattern names an anomaly kind and, for a kind with classes, maybe one
+// class of it: "double-holder", "double-holder/within-lease". A control
+// under an overrun or a pause forbids the class that means the lock failed
+// while it tolerates the one every TTL lock shows.
+type Pattern struct {
+	Kind  checker.Kind
+	Class checker.Class
+}
+
+// ParsePattern reads KIND or KIND/CLASS.
+func ParsePattern(s string) (Pattern, error) {
+	k, c, slash := strings.Cut(strings.TrimSpace(s), "/")
+	if k == "" || (slash && c == "") || strings.Contains(c, "/") {
+		return Pattern{}, fmt.Errorf("%q: want KIND or KIND/CLASS, like double-holder/within-lease", s)
+	}
+	return Pattern{Kind: checker.Kind(k), Class: checker.Class(c)}, nil
+}
+
+// MarshalText writes KIND or KIND/CLASS, so that matrix.json keeps a list
+// of strings (and reads those written before classes).
+func (p Pattern) MarshalText() ([]byte, error) { return []byte(p.spelled()), nil }
+
+// UnmarshalText reads what MarshalText wrote.
+func (p *Pattern) UnmarshalText(b []byte) error {
+	v, err := ParsePattern(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+func (p Pattern) spelled() string {
+	if p.Class == "" {
+		return string(p.Kind)
+	}
+	return string(p.Kind) + "/" + string(p.Class)
+}
+
+// String says it as the tables do: "double-holder (within-lease)".
+func (p Pattern) String() string { return Breaks{Kind: p.Kind, Class: p.Class}.String() }
+
+// Counted reports whether rep counts an anomaly of p, listed or not.
+func (p Pattern) Counted(rep *checker.Report) bool {
+	if p.Class == "" {
+		return rep.Count[p.Kind] > 0
+	}
+	return rep.Classes[p.Kind][p.Class] > 0
+}
+
+// In reports whether counts (by kind, and by kind and class) hold an
+// anomaly of p: a seed's tallies in matrix.json.
+func (p Pattern) In(counts map[checker.Kind]int, classes checker.ClassCounts) bool {
+	if p.Class == "" {
+		return counts[p.Kind] > 0
+	}
+	return classes[p.Kind][p.Class] > 0
+}
+
+// Matches reports whether a is an anomaly of p.
+func (p Pattern) Matches(a checker.Anomaly) bool {
+	return a.Kind == p.Kind && (p.Class == "" || a.Class == p.Class)
 }
 
 // Breaks is the anomaly a breaking cell must show.
@@ -60,6 +132,23 @@ func knownKind(kinds map[checker.Kind][]checker.Class, k checker.Kind) error {
 	return nil
 }
 
+// knownClass checks that kind k has class c (any when c is empty).
+func knownClass(kinds map[checker.Kind][]checker.Class, k checker.Kind, c checker.Class) error {
+	if err := knownKind(kinds, k); err != nil || c == "" {
+		return err
+	}
+	classes := kinds[k]
+	for _, x := range classes {
+		if x == c {
+			return nil
+		}
+	}
+	if len(classes) == 0 {
+		return fmt.Errorf("%s has no class %q (it has no classes)", k, c)
+	}
+	return fmt.Errorf("%s has no class %q (classes: %v)", k, c, classes)
+}
+
 // UnmarshalYAML reads the three written forms.
 func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
 	*e = Expect{}
@@ -70,21 +159,27 @@ func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
 		e.Holds = true
 		return nil
 	}
+	if n.Kind == yaml.MappingNode && len(n.Content) == 4 {
+		return e.decodeFirst(n)
+	}
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return fmt.Errorf("line %d: expect: want holds, {holds: [kinds]} or {breaks: {kind: K, class: C}}", n.Line)
 	}
 	key, val := n.Content[0], n.Content[1]
 	switch key.Value {
 	case "holds":
-		var kinds []checker.Kind
-		if val.Kind != yaml.SequenceNode || val.Decode(&kinds) != nil {
-			return fmt.Errorf("line %d: expect holds: want a list of anomaly kinds", val.Line)
-		}
-		e.Holds, e.Absent = true, kinds
-		return nil
+		return e.decodeHolds(val)
 	case "breaks":
+		if val.Kind == yaml.ScalarNode {
+			p, err := ParsePattern(val.Value)
+			if err != nil {
+				return fmt.Errorf("line %d: expect breaks %w", val.Line, err)
+			}
+			e.Breaks = &Breaks{Kind: p.Kind, Class: p.Class}
+			return nil
+		}
 		if val.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: expect breaks: want {kind: K, class: C}", val.Line)
+			return fmt.Errorf("line %d: expect breaks: want {kind: K, class: C} or K/C", val.Line)
 		}
 		b := &Breaks{}
 		for i := 0; i+1 < len(val.Content); i += 2 {
@@ -104,6 +199,59 @@ func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: expect: unknown field %q (want holds or breaks)", key.Line, key.Value)
 }
 
+// decodeHolds reads a control's list of kinds and kind/class patterns.
+func (e *Expect) decodeHolds(val *yaml.Node) error {
+	if val.Kind != yaml.SequenceNode {
+		return fmt.Errorf("line %d: expect holds: want a list of anomaly kinds (or kind/class)", val.Line)
+	}
+	e.Holds, e.Absent = true, []Pattern{}
+	for _, c := range val.Content {
+		if c.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: expect holds: want a list of anomaly kinds (or kind/class)", c.Line)
+		}
+		p, err := ParsePattern(c.Value)
+		if err != nil {
+			return fmt.Errorf("line %d: expect holds %w", c.Line, err)
+		}
+		e.Absent = append(e.Absent, p)
+	}
+	return nil
+}
+
+// decodeFirst reads {breaks: ..., first: ...}: a breaking cell with the
+// anomaly its time to first and its quote are taken from. first's kind
+// defaults to breaks'.
+func (e *Expect) decodeFirst(n *yaml.Node) error {
+	var first *yaml.Node
+	rest := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "first" {
+			first = n.Content[i+1]
+		} else {
+			rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
+		}
+	}
+	if first == nil {
+		return fmt.Errorf("line %d: expect: want holds, {holds: [kinds]} or {breaks: {kind: K, class: C}}", n.Line)
+	}
+	if rest.Content[0].Value != "breaks" {
+		return fmt.Errorf("line %d: expect: want {breaks: {kind: K}, first: {class: C}} (first goes only with breaks)", n.Line)
+	}
+	if err := e.UnmarshalYAML(rest); err != nil {
+		return err
+	}
+	var f Expect
+	wrap := &yaml.Node{Kind: yaml.MappingNode, Line: first.Line, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "breaks", Line: first.Line}, first}}
+	if err := f.UnmarshalYAML(wrap); err != nil {
+		return fmt.Errorf("%s", strings.Replace(err.Error(), "expect breaks", "expect first", 1))
+	}
+	if f.Breaks.Kind == "" {
+		f.Breaks.Kind = e.Breaks.Kind
+	}
+	e.First = f.Breaks
+	return nil
+}
+
 func (e *Expect) validate(kinds map[checker.Kind][]checker.Class) error {
 	switch {
 	case e.Breaks == nil && !e.Holds:
@@ -112,21 +260,13 @@ func (e *Expect) validate(kinds map[checker.Kind][]checker.Class) error {
 		if e.Breaks.Kind == "" {
 			return errors.New("expect breaks names no anomaly kind")
 		}
-		if err := knownKind(kinds, e.Breaks.Kind); err != nil {
+		if err := knownClass(kinds, e.Breaks.Kind, e.Breaks.Class); err != nil {
 			return fmt.Errorf("expect breaks: %w", err)
 		}
-		if c := e.Breaks.Class; c != "" {
-			classes := kinds[e.Breaks.Kind]
-			for _, k := range classes {
-				if k == c {
-					return nil
-				}
-			}
-			return fmt.Errorf("expect breaks: %s has no class %q (classes: %v)", e.Breaks.Kind, c, classes)
-		}
+		return e.validateFirst(kinds)
 	default:
-		for _, k := range e.Absent {
-			if err := knownKind(kinds, k); err != nil {
+		for _, p := range e.Absent {
+			if err := knownClass(kinds, p.Kind, p.Class); err != nil {
 				return fmt.Errorf("expect holds: %w", err)
 			}
 		}
@@ -134,16 +274,43 @@ func (e *Expect) validate(kinds map[checker.Kind][]checker.Class) error {
 	return nil
 }
 
+// validateFirst checks that first names an anomaly the cell detects: its
+// kind, and its class when breaks names one.
+func (e *Expect) validateFirst(kinds map[checker.Kind][]checker.Class) error {
+	f := e.First
+	if f == nil {
+		return nil
+	}
+	if err := knownClass(kinds, f.Kind, f.Class); err != nil {
+		return fmt.Errorf("expect first: %w", err)
+	}
+	if f.Kind != e.Breaks.Kind || (e.Breaks.Class != "" && f.Class != e.Breaks.Class) {
+		return fmt.Errorf("expect first %s: want a class of what the cell breaks with, %s", f, e.Breaks)
+	}
+	return nil
+}
+
+// Quoted is the anomaly a breaking cell's time to first anomaly and
+// quote are taken from: First, else Breaks; nil for a control.
+func (e Expect) Quoted() *Breaks {
+	if e.First != nil {
+		return e.First
+	}
+	return e.Breaks
+}
+
 // String says the expectation in words: "double-holder (within-lease)",
 // "holds", "holds: no double-holder".
 func (e Expect) String() string {
 	switch {
+	case e.Breaks != nil && e.First != nil && *e.First != *e.Breaks:
+		return e.Breaks.String() + ", first " + e.First.String()
 	case e.Breaks != nil:
 		return e.Breaks.String()
 	case len(e.Absent) > 0:
 		var ks []string
-		for _, k := range e.Absent {
-			ks = append(ks, string(k))
+		for _, p := range e.Absent {
+			ks = append(ks, p.String())
 		}
 		return "holds: no " + strings.Join(ks, ", ")
 	}
@@ -164,6 +331,9 @@ func (b Breaks) counted(rep *checker.Report) bool {
 	}
 	return rep.Classes[b.Kind][b.Class] > 0
 }
+
+// Matches reports whether a is the anomaly b asks for.
+func (b Breaks) Matches(a checker.Anomaly) bool { return b.matches(a) }
 
 // matches reports whether a is the anomaly b asks for.
 func (b Breaks) matches(a checker.Anomaly) bool {

@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/locktorture/locktorture/checker"
@@ -41,10 +42,17 @@ func (r *Result) Page(title, dir string) report.MatrixPage {
 		if b := c.Expect.Breaks; b != nil {
 			cell.Expect = report.Expectation{Breaks: true, Kind: string(b.Kind), Class: string(b.Class)}
 		}
+		for _, a := range c.Expect.Absent {
+			cell.Expect.Absent = append(cell.Expect.Absent, a.spelled())
+		}
 		for _, s := range c.Seeds {
 			asExpected := s.AsExpected
 			run := report.SeedRun{Seed: s.Seed, Verdict: string(s.Verdict), AsExpected: &asExpected,
 				Counts: checker.CountText(s.Counts, s.Classes)}
+			if len(c.Expect.Absent) > 0 && s.Detail != "" {
+				// Which of the control's kinds and classes held, or broke.
+				run.Counts = strings.TrimPrefix(run.Counts+"; "+s.Detail, "; ")
+			}
 			for k := range s.Counts {
 				run.Found = append(run.Found, string(k))
 				for c := range s.Classes[k] {

@@ -42,6 +42,9 @@ type CellResult struct {
 	Expect   Expect   `json:"expect"`
 	// Expected is Expect in words.
 	Expected string `json:"expected"`
+	// Side is the cell's side: key (the museum's buggy, fixed or a
+	// setting), as written.
+	Side string `json:"side,omitempty"`
 
 	Seeds []SeedResult `json:"seeds"`
 	// Runs counts the seeds that finished (not interrupted, no harness error).
@@ -101,7 +104,7 @@ func newCellResult(c *Cell) CellResult {
 	fault := c.faultLabel()
 	return CellResult{Name: c.Name, Lock: c.Lock, Fault: fault, Faults: append([]string{}, c.Faults...),
 		Workload: o.Workload, Topology: o.Topology, Note: c.Note, Expect: c.Expect, Expected: c.Expect.String(),
-		Seeds: []SeedResult{}}
+		Side: c.Side, Seeds: []SeedResult{}}
 }
 
 // faultLabel names what the cell does to the lock: its faults, and

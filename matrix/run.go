@@ -236,35 +236,14 @@ func runDir(out, dir string) string {
 }
 
 // judge decides whether one run kept the cell's promise and, for a
-// breaking cell, when the expected anomaly first showed.
+// breaking cell, when the expected anomaly (or the one its first names)
+// first showed.
 func judge(sr *SeedResult, e Expect, rep *checker.Report) {
 	if sr.Interrupted {
 		return
 	}
 	if e.Breaks != nil {
-		var first *checker.Anomaly
-		for i, a := range rep.Anomalies {
-			if e.Breaks.matches(a) && (first == nil || a.StartNS < first.StartNS) {
-				first = &rep.Anomalies[i]
-			}
-		}
-		if first != nil {
-			ms := float64(first.StartNS) / 1e6
-			sr.Detected, sr.FirstMs, sr.Found = true, &ms, e.Breaks.String()
-			sr.Detail = first.Detail
-			sr.AsExpected = true
-			return
-		}
-		if e.Breaks.counted(rep) {
-			// Found beyond the anomalies listed (a report lists 50 of a
-			// kind, and counts them all): detected, with no time to
-			// first to tell.
-			sr.Detected, sr.Found, sr.AsExpected = true, e.Breaks.String(), true
-			sr.Detail = e.Breaks.String() + " found beyond the anomalies listed"
-			return
-		}
-		sr.Detail = "no " + e.Breaks.String() + " found" + otherwise(rep)
-		sr.Found = foundText(rep)
+		judgeBreaks(sr, e, rep)
 		return
 	}
 	sr.Found = foundText(rep)
@@ -279,27 +258,72 @@ func judge(sr *SeedResult, e Expect, rep *checker.Report) {
 	}
 	if len(e.Absent) == 0 {
 		sr.AsExpected = rep.Verdict == checker.Valid
-	} else {
-		sr.AsExpected = true
-		for _, k := range e.Absent {
-			if rep.Count[k] > 0 {
-				sr.AsExpected = false
-			}
+		if !sr.AsExpected && len(rep.Anomalies) > 0 {
+			sr.Detail = rep.Anomalies[0].Detail
+		}
+		return
+	}
+	var broke, held []string
+	for _, p := range e.Absent {
+		if p.Counted(rep) {
+			broke = append(broke, p.String())
+		} else {
+			held = append(held, p.String())
 		}
 	}
-	if !sr.AsExpected {
-		for _, a := range rep.Anomalies {
-			if len(e.Absent) == 0 || contains(e.Absent, a.Kind) {
-				sr.Detail = a.Detail
-				break
-			}
+	sr.AsExpected = len(broke) == 0
+	if sr.AsExpected {
+		// Say which classes held, and what was tolerated beside them.
+		sr.Detail = "held: no " + strings.Join(held, ", ")
+		if sr.Found != "" {
+			sr.Detail += "; tolerated: " + sr.Found
+		}
+		return
+	}
+	sr.Detail = "broke: " + strings.Join(broke, ", ")
+	for _, a := range rep.Anomalies {
+		if absent(e.Absent, a) {
+			sr.Detail += "; first listed: " + a.Detail
+			break
 		}
 	}
 }
 
-func contains(ks []checker.Kind, k checker.Kind) bool {
-	for _, x := range ks {
-		if x == k {
+// judgeBreaks judges a breaking cell's run: detected when its anomaly is
+// counted; the time to first (and the detail) from the earliest listed
+// anomaly of the cell's quoted pattern.
+func judgeBreaks(sr *SeedResult, e Expect, rep *checker.Report) {
+	q := e.Quoted()
+	var first *checker.Anomaly
+	for i, a := range rep.Anomalies {
+		if e.Breaks.matches(a) && q.matches(a) && (first == nil || a.StartNS < first.StartNS) {
+			first = &rep.Anomalies[i]
+		}
+	}
+	switch {
+	case first != nil:
+		ms := float64(first.StartNS) / 1e6
+		sr.Detected, sr.FirstMs, sr.Found = true, &ms, e.Breaks.String()
+		sr.Detail = first.Detail
+		sr.AsExpected = true
+	case e.Breaks.counted(rep):
+		// Found beyond the anomalies listed (a report lists 50 of a kind,
+		// and counts them all), or none of the quoted class among those
+		// listed: detected, with no time to first to tell.
+		sr.Detected, sr.Found, sr.AsExpected = true, e.Breaks.String(), true
+		sr.Detail = e.Breaks.String() + " found beyond the anomalies listed"
+		if e.First != nil {
+			sr.Detail = e.Breaks.String() + " found, but no " + e.First.String() + " among the anomalies listed"
+		}
+	default:
+		sr.Detail = "no " + e.Breaks.String() + " found" + otherwise(rep)
+		sr.Found = foundText(rep)
+	}
+}
+
+func absent(ps []Pattern, a checker.Anomaly) bool {
+	for _, p := range ps {
+		if p.Matches(a) {
 			return true
 		}
 	}

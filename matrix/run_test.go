@@ -328,9 +328,9 @@ func TestJudgeUntestedControl(t *testing.T) {
 		asExpect bool
 	}{
 		{"holds, untested", Expect{}, checker.Report{Verdict: checker.Untested, Untested: untested}, false},
-		{"holds: no foreign-release, untested", Expect{Absent: []checker.Kind{checker.KindForeignRelease}},
+		{"holds: no foreign-release, untested", Expect{Absent: []Pattern{{Kind: checker.KindForeignRelease}}},
 			checker.Report{Verdict: checker.Untested, Untested: untested}, false},
-		{"holds: no foreign-release, double holders found but the fault never landed", Expect{Absent: []checker.Kind{checker.KindForeignRelease}},
+		{"holds: no foreign-release, double holders found but the fault never landed", Expect{Absent: []Pattern{{Kind: checker.KindForeignRelease}}},
 			checker.Report{Verdict: checker.Invalid, Count: map[checker.Kind]int{checker.KindDoubleHolder: 3}, Untested: untested}, false},
 		{"holds, tested", Expect{}, checker.Report{Verdict: checker.Valid}, true},
 	} {

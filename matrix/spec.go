@@ -50,6 +50,10 @@ type Cell struct {
 	Faults []string `yaml:"faults"`
 	Seeds  Seeds    `yaml:"seeds"`
 	Expect Expect   `yaml:"expect"`
+	// Side says which program or setting the cell runs, for the museum's
+	// table: buggy, fixed, or the setting a control changes, in words.
+	// The matrix only carries it into its result.
+	Side string `yaml:"side"`
 	// Note says why the cell exists (the README claim it checks).
 	Note   string `yaml:"note"`
 	Params `yaml:",inline"`

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,10 +39,17 @@ type Exhibit struct {
 	// Library is the lock library and where it comes from (a Go module
 	// path, a Debian package).
 	Library string `yaml:"library"`
-	// Report is the issue or pull request that reported it; Fix, the
-	// change that fixed it, when there is one.
+	// Report is the URL of the issue or pull request that reported it;
+	// Fix, the URL of the change that fixed it, when there is one.
 	Report string `yaml:"report"`
 	Fix    string `yaml:"fix"`
+	// Found says, for a bug nobody reported, how it was found: "reading"
+	// (by reading the library's source) or "locktorture" (by a run);
+	// Evidence is then the source lines that show it, a URL to them or
+	// path:lines at the version. The page says so in words, where a
+	// reported bug has its link.
+	Found    string `yaml:"found"`
+	Evidence string `yaml:"evidence"`
 	// Buggy and Fixed name the two sides: the versions, or for a bug no
 	// version fixed, the setting or API that avoids it.
 	Buggy string `yaml:"buggy"`
@@ -120,11 +128,14 @@ func Load(dir string) (*Exhibit, error) {
 }
 
 func (e *Exhibit) check() error {
-	for _, f := range []struct{ name, v string }{{"title", e.Title}, {"library", e.Library}, {"report", e.Report},
+	for _, f := range []struct{ name, v string }{{"title", e.Title}, {"library", e.Library},
 		{"buggy", e.Buggy}, {"fixed", e.Fixed}} {
 		if strings.TrimSpace(f.v) == "" {
 			return fmt.Errorf("no %s", f.name)
 		}
+	}
+	if err := e.checkSource(); err != nil {
+		return err
 	}
 	if !filepath.IsLocal(e.Spec) {
 		return fmt.Errorf("spec %q: want a file in the exhibit's folder", e.Spec)
@@ -160,6 +171,38 @@ func (e *Exhibit) check() error {
 		}
 	}
 	return nil
+}
+
+// Finders are the ways a bug nobody reported was found (Exhibit.Found).
+var Finders = map[string]string{"reading": "found by reading the source", "locktorture": "found by locktorture"}
+
+// checkSource checks where the bug comes from: a report's and a fix's
+// URLs, or for a bug nobody reported, how it was found and the lines
+// that show it. A sentence where a URL belongs would become a broken
+// link on the page.
+func (e *Exhibit) checkSource() error {
+	for _, f := range []struct{ name, v string }{{"report", e.Report}, {"fix", e.Fix}} {
+		if f.v != "" && !IsURL(f.v) {
+			return fmt.Errorf("%s %q: want the URL of the issue or pull request (a bug nobody reported has found: reading or locktorture, and evidence: the lines that show it)", f.name, f.v)
+		}
+	}
+	if e.Found != "" && Finders[e.Found] == "" {
+		return fmt.Errorf("found %q: want reading or locktorture", e.Found)
+	}
+	switch {
+	case e.Report == "" && e.Found == "":
+		return errors.New("no report: give its URL, or for a bug nobody reported found: reading (or locktorture) and evidence: the lines that show it")
+	case e.Report == "" && strings.TrimSpace(e.Evidence) == "":
+		return errors.New("no evidence: a bug nobody reported names the source lines that show it (a URL to them, or path:lines at the version)")
+	}
+	return nil
+}
+
+// IsURL reports whether s is an http or https URL with a host: what the
+// page may link to.
+func IsURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && !strings.ContainsAny(s, " \t\n")
 }
 
 // oneLine folds an error's lines into one.

@@ -83,17 +83,28 @@ func TestExhibitsThatCannotBeShown(t *testing.T) {
 		"wrong-package/" + FileName:  okExhibit + "debian: [{name: dpkg, version: 0.0.1}]\n",
 		"holds/" + FileName:          okExhibit,
 		"holds/spec.yaml": `seeds: [1]
+defaults: {clients: 2, ttl: 300ms, hold: 5ms..20ms, duration: 1s}
 cells:
   - name: fixed
     lock: token
-    clients: 2
-    ttl: 300ms
-    hold: 5ms..20ms
-    duration: 1s
+    side: fixed
+    expect: holds
+  - name: buggy
+    lock: set-px
+    side: buggy
+    overrun: 0.3
+    duration: 2s
+    expect: {breaks: {kind: foreign-release}}
+  - name: other
+    lock: token
+    side: fixed
     expect: holds
 `,
 	})
-	res, err := Run(context.Background(), Options{Dir: bugs, Out: filepath.Join(tmp, "out"), Torture: torture})
+	// The matrix's flags reach each exhibit's matrix: only the cells
+	// named, and the breaking one for its whole duration.
+	res, err := Run(context.Background(), Options{Dir: bugs, Out: filepath.Join(tmp, "out"), Torture: torture,
+		Matrix: []string{"--cells", "fixed,buggy", "--full-runs"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +118,16 @@ cells:
 			t.Errorf("%s: error %q, want one line naming it and %q", slug, msg, want)
 		}
 	}
-	if x := got["holds"]; !x.AsExpected || x.Error != "" || len(x.Cells) != 1 {
-		t.Errorf("the exhibit that can be shown: %+v", x)
+	x := got["holds"]
+	if !x.AsExpected || x.Error != "" || len(x.Cells) != 2 || x.Cells[0].Name != "fixed" || x.Cells[1].Name != "buggy" {
+		t.Fatalf("the exhibit that can be shown, its cells fixed and buggy only: %+v", x)
+	}
+	if s := x.Cells[1].Seeds[0]; s.DurationMs < 2000 || !s.Detected {
+		t.Errorf("the breaking cell's run took %d ms, want its whole 2s duration (--full-runs): %+v", s.DurationMs, s)
+	}
+	if !strings.Contains(x.FirstAnomaly, "buggy (buggy: v1) showed foreign-release in 1 of 1 seeds, the first ") ||
+		!strings.Contains(x.Excerpt, "foreign-release") {
+		t.Errorf("sentence %q, quote %q", x.FirstAnomaly, x.Excerpt)
 	}
 	if res.Code() != 2 {
 		t.Errorf("exit code %d, want 2: two exhibits could not be shown", res.Code())

@@ -40,8 +40,12 @@ type ExhibitResult struct {
 	Library string `json:"library,omitempty"`
 	Report  string `json:"report,omitempty"`
 	Fix     string `json:"fix,omitempty"`
-	Buggy   string `json:"buggy,omitempty"`
-	Fixed   string `json:"fixed,omitempty"`
+	// Found and Evidence stand for a report nobody filed: how the bug
+	// was found, and the source lines that show it.
+	Found    string `json:"found,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
+	Buggy    string `json:"buggy,omitempty"`
+	Fixed    string `json:"fixed,omitempty"`
 	// Dir is the exhibit's folder, relative to the museum's.
 	Dir   string  `json:"dir"`
 	Built []Built `json:"built,omitempty"`
@@ -49,6 +53,9 @@ type ExhibitResult struct {
 	Cells []matrix.CellResult `json:"cells,omitempty"`
 	// Excerpt quotes the first anomaly of its first breaking cell.
 	Excerpt string `json:"excerpt,omitempty"`
+	// FirstAnomaly says in a sentence how soon each cell found its
+	// anomaly, or how often it held: what the exhibit's page quotes.
+	FirstAnomaly string `json:"first_anomaly,omitempty"`
 	// Error says, in one line, why it could not be shown: it did not
 	// load, build or run.
 	Error      string `json:"error,omitempty"`
@@ -57,17 +64,62 @@ type ExhibitResult struct {
 
 func (x *ExhibitResult) describe(e *Exhibit) {
 	x.Title, x.Library, x.Report, x.Fix, x.Buggy, x.Fixed = e.Title, e.Library, e.Report, e.Fix, e.Buggy, e.Fixed
+	x.Found, x.Evidence = e.Found, e.Evidence
+}
+
+// source is where the bug comes from, in the table's words: its report,
+// or how it was found and the lines that show it.
+func (x *ExhibitResult) source() string {
+	if x.Report != "" || x.Found == "" {
+		return x.Report
+	}
+	return Finders[x.Found] + " (" + x.Evidence + ")"
 }
 
 // take records the exhibit's matrix: as expected when every cell was.
 func (x *ExhibitResult) take(m *matrix.Result, out string) {
 	x.Cells = m.Cells
+	resolveSides(x.Cells)
 	x.AsExpected = len(m.Cells) > 0 && m.AsExpected == len(m.Cells) && !m.Interrupted
 	for i := range m.Cells {
 		if x.Excerpt = excerpt(out, &m.Cells[i]); x.Excerpt != "" {
 			break
 		}
 	}
+	x.FirstAnomaly = x.sentence()
+}
+
+// sentence says how soon each cell found its anomaly and how often each
+// control held: "buggy-unlock (buggy: v4.0.3) showed foreign-release in
+// 20 of 20 seeds, the first 0.41s after the start at the median and 1.20s
+// at the worst; fixed-unlock (fixed: v4.0.4) held in 20 of 20 seeds."
+func (x *ExhibitResult) sentence() string {
+	var parts []string
+	for i := range x.Cells {
+		c := &x.Cells[i]
+		p := fmt.Sprintf("%s (%s) ", c.Name, x.label(c.Side))
+		if c.Expect.Breaks != nil {
+			p += fmt.Sprintf("showed %s in %d of %d seeds", c.Expect.Breaks, c.Detected, c.Runs)
+			if c.FirstMedianMs != nil && c.FirstWorstMs != nil {
+				what := ""
+				if f := c.Expect.First; f != nil {
+					what = " " + f.String()
+				}
+				p += fmt.Sprintf(", the first%s %.2fs after the start at the median and %.2fs at the worst", what,
+					*c.FirstMedianMs/1000, *c.FirstWorstMs/1000)
+			}
+		} else {
+			p += fmt.Sprintf("held in %d of %d seeds", c.Held, c.Runs)
+		}
+		if c.Errors > 0 {
+			p += fmt.Sprintf(" (%d runs ended in a harness error)", c.Errors)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "."
 }
 
 func (r *Result) add(x ExhibitResult) {
@@ -149,7 +201,7 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Exhibits {
 		if x.Error != "" {
-			fmt.Fprintf(&b, "| %s | %s | %s | | | | | | could not be shown: %s |\n", x.Slug, x.Library, x.Report, mdCell(x.Error))
+			fmt.Fprintf(&b, "| %s | %s | %s | | | | | | could not be shown: %s |\n", x.Slug, x.Library, mdCell(x.source()), mdCell(x.Error))
 			continue
 		}
 		for i := range x.Cells {
@@ -159,22 +211,24 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 			if !c.AsExpected {
 				result = "NOT as expected"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Slug, mdCell(x.Library), x.Report, c.Name,
-				mdCell(sideOf(x, c)), mdCell(c.Expected), kept, first, result)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Slug, mdCell(x.Library), mdCell(x.source()), c.Name,
+				mdCell(x.label(c.Side)), mdCell(c.Expected), kept, first, result)
 		}
 	}
 	b.WriteString("\n" + r.Closing() + "\n")
+	wrote := false
+	for _, x := range r.Exhibits {
+		if x.FirstAnomaly == "" {
+			continue
+		}
+		if !wrote {
+			b.WriteString("\n## Time to the first anomaly\n")
+			wrote = true
+		}
+		fmt.Fprintf(&b, "\n**%s**: %s\n", x.Slug, x.FirstAnomaly)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// sideOf names a cell's side: the buggy version for a breaking cell, the
-// fixed one (or the control) for a holding one.
-func sideOf(x ExhibitResult, c *matrix.CellResult) string {
-	if c.Expect.Breaks != nil {
-		return x.Buggy
-	}
-	return x.Fixed
 }
 
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -184,14 +238,21 @@ func (r *Result) page() report.MuseumPage {
 	p := report.MuseumPage{Generated: r.Started, Closing: r.Closing()}
 	for _, x := range r.Exhibits {
 		e := report.MuseumExhibit{Slug: x.Slug, Title: x.Title, Library: x.Library, Report: x.Report, Fix: x.Fix,
-			Buggy: x.Buggy, Fixed: x.Fixed, Error: x.Error, Excerpt: x.Excerpt, AsExpected: x.AsExpected}
+			Buggy: x.Buggy, Fixed: x.Fixed, Error: x.Error, Excerpt: x.Excerpt, AsExpected: x.AsExpected,
+			FirstAnomaly: x.FirstAnomaly}
+		if x.Report == "" && x.Found != "" {
+			e.Found, e.Evidence = Finders[x.Found], x.Evidence
+			if IsURL(x.Evidence) {
+				e.EvidenceURL = x.Evidence
+			}
+		}
 		if x.Error == "" {
 			e.Matrix, e.Page = x.Dir+"/"+matrix.IndexFile, x.Dir+"/README.md"
 		}
 		for i := range x.Cells {
 			c := &x.Cells[i]
 			kept, first := side(c)
-			s := report.MuseumSide{Cell: c.Name, Side: sideOf(x, c), Expected: c.Expected, Kept: kept, First: first, AsExpected: c.AsExpected}
+			s := report.MuseumSide{Cell: c.Name, Side: x.label(c.Side), Expected: c.Expected, Kept: kept, First: first, AsExpected: c.AsExpected}
 			for _, sd := range c.Seeds {
 				if sd.Dir != "" {
 					s.Report = x.Dir + "/" + sd.Dir + "/report.html"

@@ -30,6 +30,11 @@ type Options struct {
 	Exhibits []string
 	// Seeds, when set, replaces every spec's seeds (matrix --seeds).
 	Seeds string
+	// Matrix holds the further `torture matrix` flags each exhibit's
+	// matrix runs with (--cells, --full-runs, --shrink, ...); --seeds is
+	// Seeds. A --cells that matches no cell of an exhibit is that
+	// exhibit's error.
+	Matrix []string
 	// Torture is the torture binary that runs each exhibit's spec: the
 	// running one by default. It must know the locks the specs name.
 	Torture string
@@ -127,6 +132,10 @@ func (o Options) exhibit(ctx context.Context, slug string) ExhibitResult {
 		return x
 	}
 	_ = copyFile(filepath.Join(e.Dir, "README.md"), filepath.Join(out, "README.md"))
+	if err := checkSides(e); err != nil {
+		x.Error = oneLine(err)
+		return x
+	}
 	m, err := o.runSpec(ctx, e, out, bin)
 	if err != nil {
 		x.Error = fmt.Sprintf("exhibit %s: %s", slug, oneLine(err))
@@ -147,6 +156,7 @@ func (o Options) runSpec(ctx context.Context, e *Exhibit, out, bin string) (*mat
 	if o.Seeds != "" {
 		args = append(args, "--seeds", o.Seeds)
 	}
+	args = append(args, o.Matrix...)
 	cmd := exec.CommandContext(ctx, o.Torture, args...)
 	cmd.Env = append(os.Environ(), ExhibitEnv+"="+bin)
 	var stderr strings.Builder
@@ -173,11 +183,13 @@ func (o Options) runSpec(ctx context.Context, e *Exhibit, out, bin string) (*mat
 	return &m, nil
 }
 
-// excerpt is the first expected anomaly of a breaking cell, in the words
-// of its run's summary: what the exhibit's page quotes.
+// excerpt is the first anomaly of a breaking cell, in the words of its
+// run's summary, that the cell quotes (its expect's first, else its
+// breaks): the earliest of the lowest seed that shows one. It is what the
+// exhibit's page quotes.
 func excerpt(out string, c *matrix.CellResult) string {
-	br := c.Expect.Breaks
-	if br == nil {
+	q := c.Expect.Quoted()
+	if q == nil {
 		return ""
 	}
 	seeds := append([]matrix.SeedResult(nil), c.Seeds...)
@@ -190,10 +202,14 @@ func excerpt(out string, c *matrix.CellResult) string {
 		if err != nil {
 			continue
 		}
-		for _, a := range sum.Anomalies {
-			if a.Kind == br.Kind && (br.Class == "" || a.Class == br.Class) {
-				return fmt.Sprintf("seed %d: %s", s.Seed, describe(a))
+		var first *checker.Anomaly
+		for i, a := range sum.Anomalies {
+			if q.Matches(a) && (first == nil || a.StartNS < first.StartNS) {
+				first = &sum.Anomalies[i]
 			}
+		}
+		if first != nil {
+			return fmt.Sprintf("seed %d: %s", s.Seed, describe(*first))
 		}
 	}
 	return ""

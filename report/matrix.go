@@ -29,17 +29,23 @@ type MatrixCell struct {
 }
 
 // Expectation is what a cell should show: a lock that breaks with an
-// anomaly of Kind (and Class, when set), or one that holds.
+// anomaly of Kind (and Class, when set), or one that holds (against the
+// kinds or kind/class patterns of Absent, when set).
 type Expectation struct {
 	Breaks bool
 	Kind   string
 	Class  string
+	Absent []string
 }
 
 // String is how the page and the matrix spec say it: "breaks
-// double-holder/within-lease", "breaks stuck-lock" or "holds".
+// double-holder/within-lease", "breaks stuck-lock", "holds" or "holds: no
+// double-holder/within-lease".
 func (e Expectation) String() string {
 	if !e.Breaks {
+		if len(e.Absent) > 0 {
+			return "holds: no " + strings.Join(e.Absent, ", ")
+		}
 		return "holds"
 	}
 	s := "breaks " + e.Kind

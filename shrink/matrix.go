@@ -39,7 +39,7 @@ func Failures(res *matrix.Result) []Failure {
 			if f.Seed.RunID == "" {
 				f.Seed = s
 			}
-			if t, ok := keep(c.Expect, s.Counts); ok {
+			if t, ok := keep(c.Expect, s.Counts, s.Classes); ok {
 				f.Seed, f.Target, f.Note = s, t, ""
 				break
 			}
@@ -49,34 +49,40 @@ func Failures(res *matrix.Result) []Failure {
 	return out
 }
 
-// keep chooses the anomaly to shrink a failing seed to, from its counts.
-func keep(e matrix.Expect, counts map[checker.Kind]int) (*Target, bool) {
-	var kinds []checker.Kind
+// keep chooses the anomaly to shrink a failing seed to, from its counts:
+// for a control that forbids some kinds or classes, one of those it
+// found (a safety one first), with its class when the control named it.
+func keep(e matrix.Expect, counts map[checker.Kind]int, classes checker.ClassCounts) (*Target, bool) {
+	var found []matrix.Pattern
 	for k, n := range counts {
-		if n > 0 && (len(e.Absent) == 0 || contains(e.Absent, k)) {
-			kinds = append(kinds, k)
+		if n == 0 {
+			continue
+		}
+		if len(e.Absent) == 0 {
+			found = append(found, matrix.Pattern{Kind: k})
+		}
+		for _, p := range e.Absent {
+			if p.Kind == k && p.In(counts, classes) {
+				found = append(found, p)
+			}
 		}
 	}
-	if len(kinds) == 0 {
+	if len(found) == 0 {
 		return nil, false
 	}
-	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
-	for _, k := range kinds {
-		if checker.SeverityOf(k) == checker.SeveritySafety {
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].Kind != found[j].Kind {
+			return found[i].Kind < found[j].Kind
+		}
+		return found[i].Class < found[j].Class
+	})
+	for _, p := range found {
+		if checker.SeverityOf(p.Kind) == checker.SeveritySafety {
 			if len(e.Absent) == 0 {
 				return nil, true // the first in time, with its class
 			}
-			return &Target{Kind: k}, true
+			return &Target{Kind: p.Kind, Class: p.Class}, true
 		}
 	}
-	return &Target{Kind: kinds[0]}, true
-}
-
-func contains(ks []checker.Kind, k checker.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
+	return &Target{Kind: found[0].Kind, Class: found[0].Class}, true
 }

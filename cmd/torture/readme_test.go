@@ -114,8 +114,8 @@ func addSeen(m map[string]*seen, key string, c *matrix.Cell) {
 		}
 	} else {
 		s.holds = true
-		for _, k := range c.Expect.Absent {
-			s.kinds[k] = true
+		for _, p := range c.Expect.Absent {
+			s.kinds[p.Kind] = true
 		}
 	}
 }

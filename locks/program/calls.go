@@ -42,6 +42,11 @@ func (l *Lock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {
 		}
 		lease := &locks.Lease{Key: key, Token: token, Fence: m.Fence, TTL: l.cfg.TTL,
 			Validity: time.Duration(m.ValidityMs) * time.Millisecond, Stored: m.Key}
+		if m.TTLMs > 0 {
+			// The TTL the lock wrote, not the run's: the checkers date
+			// the lease's expiry from it.
+			lease.TTL = time.Duration(m.TTLMs) * time.Millisecond
+		}
 		l.mu.Lock()
 		if m.FromStep != 0 {
 			lease.Sent = l.steps[m.FromStep] // checked known in onReply
@@ -236,6 +241,10 @@ func (l *Lock) onReply(m message) error {
 	return nil
 }
 
+// MaxTTLMs bounds a grant's ttl_ms: a day, far beyond any lease a run
+// tests, and far from where a lease's expiry in nanoseconds overflows.
+const MaxTTLMs = 24 * 60 * 60 * 1000
+
 // checkReply judges a reply against its request and the program's promises.
 func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) error {
 	outcomes := map[string]string{
@@ -260,6 +269,10 @@ func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) e
 		return fmt.Errorf("a validity on a grant; expected none, as the hello did not promise validity")
 	case m.ValidityMs < 0:
 		return fmt.Errorf("a negative validity; expected validity_ms >= 0")
+	case m.TTLMs != 0 && m.Outcome != outGranted:
+		return fmt.Errorf("ttl_ms on a reply that is not a grant; expected ttl_ms only with granted")
+	case m.TTLMs < 0 || m.TTLMs > MaxTTLMs:
+		return fmt.Errorf("ttl_ms %d; expected the TTL the lock wrote, in milliseconds from 1 to %d (a day)", m.TTLMs, MaxTTLMs)
 	case m.Outcome == outRefused && !heldKnown:
 		return fmt.Errorf("held_from_step %d names no step the harness let go; expected the step of the first write", m.HeldFromStep)
 	case m.Outcome == outGranted && !fromKnown:

@@ -13,8 +13,10 @@ package program
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 )
@@ -153,6 +155,10 @@ type message struct {
 	Token      string `json:"token"`
 	Fence      int64  `json:"fence"`
 	ValidityMs int64  `json:"validity_ms"`
+	// TTLMs, on a grant, is the TTL the lock wrote when it is not the
+	// hello's (a library that adds a tolerance of its own); 0: the
+	// hello's.
+	TTLMs int64 `json:"ttl_ms"`
 	// FromStep, on a grant, names the step whose command wrote the key,
 	// for a try of several commands; 0: the request's last step.
 	FromStep int64  `json:"from_step"`
@@ -175,12 +181,29 @@ type message struct {
 func parse(line []byte) (message, error) {
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return m, fmt.Errorf("field %q is a JSON %s; expected %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
+		}
 		return m, fmt.Errorf("not a JSON object (%v)", err)
 	}
 	if m.Type == "" {
 		return m, fmt.Errorf(`no "type"`)
 	}
 	return m, nil
+}
+
+// jsonKind names a field's Go kind as the protocol says it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + k.String()
 }
 
 // quote shows an offending line in an error: trimmed, at most 160 bytes.

@@ -225,6 +225,7 @@ type server struct {
 	// promises are the hello's: a grant carries the lease's fence and
 	// validity only when promised.
 	promises Promises
+	ttl      time.Duration // the hello's; a lease written with another says so
 }
 
 type stepAt struct {
@@ -279,6 +280,7 @@ func (s *server) build(h Hello, entry locks.Entry) (locks.Lock, []redis.Universa
 	if h.Retry.FirstMs == h.Retry.MaxMs {
 		cfg.RetryDelay = time.Duration(h.Retry.MaxMs) * time.Millisecond
 	}
+	s.ttl = cfg.TTL
 	lk, err := entry.New(cfg)
 	if err != nil {
 		for _, n := range nodes {
@@ -406,6 +408,9 @@ func (s *server) acquired(reply map[string]any, c *served, lease *locks.Lease, e
 		}
 		if s.promises.Validity && lease.Validity > 0 {
 			reply["validity_ms"] = lease.Validity.Milliseconds()
+		}
+		if lease.TTL > 0 && lease.TTL != s.ttl {
+			reply["ttl_ms"] = lease.TTL.Milliseconds()
 		}
 		s.mu.Lock()
 		s.leases[lease.Token] = lease
