@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locktorture/locktorture/checker"
 	"github.com/locktorture/locktorture/internal/atomicfile"
 	"github.com/locktorture/locktorture/matrix"
 )
@@ -137,7 +136,7 @@ func judgeCell(c *matrix.Cell, r *Result) SpecCell {
 	}
 	sc.Agrees = true
 	for _, f := range r.Found() {
-		if f.Shown[where] == 0 || !forbids(c.Expect, f.Signature.Kind()) {
+		if f.Shown[where] == 0 || !forbids(c.Expect, f.Signature) {
 			continue
 		}
 		sc.Agrees, sc.Found = false, append(sc.Found, f.Signature)
@@ -145,9 +144,14 @@ func judgeCell(c *matrix.Cell, r *Result) SpecCell {
 	return sc
 }
 
-// forbids reports whether a control cell's expectation rules out kind.
-func forbids(e matrix.Expect, kind checker.Kind) bool {
-	return len(e.Absent) == 0 || slices.Contains(e.Absent, kind)
+// forbids reports whether a control cell's expectation rules out sig.
+func forbids(e matrix.Expect, sig Signature) bool {
+	if len(e.Absent) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(e.Absent, func(p matrix.Pattern) bool {
+		return p.Kind == sig.Kind() && (p.Class == "" || p.Class == sig.Class())
+	})
 }
 
 func (r *SpecResult) write(dir string) error {
