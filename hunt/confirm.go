@@ -15,14 +15,16 @@ import (
 	"github.com/locktorture/locktorture/shrink"
 )
 
-// perFailure is the time the search leaves, for each trial that showed a
-// failure first, to confirm it once the search ends (simplify, shrink,
-// rerun); at most half the budget is left so.
-const perFailure = 45 * time.Second
-
-// reserve is the time the search leaves for confirmations.
+// reserve is the time the search leaves, once it ends, to confirm the
+// trials that showed failures first: for each, Reruns runs as long as
+// its own and a little for a smaller command; at most half the budget.
 func (h *hunter) reserve() time.Duration {
-	return min(h.opts.Budget/2, time.Duration(len(h.pending))*perFailure)
+	var d time.Duration
+	for _, t := range h.pending {
+		run := h.sp.Duration(&t.Candidate, h.opts.MinRun, h.opts.MaxRun) + h.overhead(t.Candidate.Topology)
+		d += time.Duration(h.opts.Reruns)*run + 15*time.Second
+	}
+	return min(h.opts.Budget/2, d)
 }
 
 // confirmAll confirms the pending trials' failures, those that matter

@@ -219,6 +219,10 @@ func (sp *Space) LiveTopologies() []string {
 // combination the plan refuses) does not.
 const refusedAfter = 2
 
+// refusedOutright takes a value out at once: a topology the lock says it
+// does not serve, a fault not available there.
+const refusedOutright = 1 << 20
+
 // topologyRefusedAfter is the refusals (counted refusedAfter-1 each) that
 // take a topology out when no refusal named what was wrong.
 const topologyRefusedAfter = 3 * (refusedAfter - 1)
@@ -226,7 +230,7 @@ const topologyRefusedAfter = 3 * (refusedAfter - 1)
 func refuseKey(topology, dim, value string) string { return topology + "|" + dim + "=" + value }
 
 func (sp *Space) isRefused(topology, dim, value string) bool {
-	if sp.refused[refuseKey("*", dim, value)] > 0 {
+	if g := refuseKey("*", dim, value); sp.refused[g] >= refusedAfter && !sp.allowed[refuseKey(topology, dim, value)] {
 		return true
 	}
 	k := refuseKey(topology, dim, value)
@@ -246,11 +250,11 @@ func (sp *Space) isRefused(topology, dim, value string) bool {
 func (sp *Space) learn(c *Candidate, err error, kind refusal) {
 	switch kind {
 	case refusedTopology:
-		sp.refused[refuseKey(c.Topology, "topology", c.Topology)] = refusedAfter
+		sp.refused[refuseKey(c.Topology, "topology", c.Topology)] = refusedOutright
 	case refusedFault:
 		for _, f := range c.Faults {
 			if strings.Contains(err.Error(), "nemesis "+f+" ") {
-				sp.refused[refuseKey(c.Topology, "fault", f)] = refusedAfter
+				sp.refused[refuseKey(c.Topology, "fault", f)] = refusedOutright
 			}
 		}
 	case refusedOther:
@@ -263,7 +267,9 @@ func (sp *Space) learn(c *Candidate, err error, kind refusal) {
 		switch len(named) {
 		case 0:
 		case 1:
-			sp.refused[refuseKey(c.Topology, named[0].Name(), c.value(named[0]))]++
+			// What a lock cannot express (a TTL, a share) it cannot on
+			// any topology.
+			sp.refused[refuseKey("*", named[0].Name(), c.value(named[0]))]++
 			return
 		default:
 			return // two settings that do not go together: neither is to blame alone
@@ -278,7 +284,7 @@ func (sp *Space) learn(c *Candidate, err error, kind refusal) {
 		// A workload that never calls the lock (a sale in one Lua
 		// script) tests nothing of it, wherever it runs.
 		if w, ok := c.Values["workload"]; ok {
-			sp.refused[refuseKey("*", "workload", w)] = 1
+			sp.refused[refuseKey("*", "workload", w)] = refusedOutright
 		}
 	case accepted:
 		sp.allowed[refuseKey(c.Topology, "topology", c.Topology)] = true

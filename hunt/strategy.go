@@ -31,7 +31,7 @@ func NewStrategy(name string, sp *Space, seed int64) (Strategy, error) {
 	switch name {
 	case StrategyFeedback, "":
 		explore := &random{sp: sp, rng: rand.New(rand.NewSource(seed ^ 0x6578706c6f7265))}
-		return &feedback{sp: sp, rng: rng, explore: explore, tried: map[string]bool{}, best: map[string]float64{}}, nil
+		return &feedback{sp: sp, rng: rng, explore: explore, tried: map[string]bool{}, best: map[string]float64{}, requeued: map[string]int{}}, nil
 	case StrategyRandom:
 		return &random{sp: sp, rng: rng}, nil
 	}
@@ -82,8 +82,9 @@ type feedback struct {
 	corpus  []*entry
 	tried   map[string]bool
 	// best is the smallest margin seen per cell, in ms.
-	best  map[string]float64
-	turns int
+	best     map[string]float64
+	requeued map[string]int
+	turns    int
 }
 
 // entry is a run of the corpus and the runs it has been given.
@@ -296,6 +297,13 @@ func (f *feedback) change(c *Candidate) {
 // had, a failure, or a smaller margin than its cell had seen, with energy
 // for each.
 func (f *feedback) Observe(t *Trial) {
+	if t.Refused && t.How == "sweep" && f.requeued[t.Candidate.key()] < 2 {
+		// Refused for a value it can give up (a TTL the lock cannot
+		// express): back to the front, to run with the value allowed.
+		f.requeued[t.Candidate.key()]++
+		delete(f.tried, t.Candidate.key())
+		f.sweep = append([]Candidate{t.Candidate}, f.sweep...)
+	}
 	if t.Refused || t.Error != "" {
 		return
 	}
