@@ -16,26 +16,37 @@ import (
 )
 
 // reserve is the time the search leaves, once it ends, to confirm the
-// trials that showed failures first: for each, Reruns runs as long as
-// its own and a little for a smaller command; at most half the budget.
+// trials that showed failures first (confirmNeeds each); at most half
+// the budget.
 func (h *hunter) reserve() time.Duration {
 	var d time.Duration
 	for _, t := range h.pending {
-		run := h.sp.Duration(&t.Candidate, h.opts.MinRun, h.opts.MaxRun) + h.overhead(t.Candidate.Topology)
-		d += time.Duration(h.opts.Reruns)*run + 15*time.Second
+		d += h.confirmNeeds(t)
 	}
 	return min(h.opts.Budget/2, d)
 }
 
+// confirmNeeds is what confirming a trial takes: Reruns runs as long as
+// its own, and a little for a smaller command.
+func (h *hunter) confirmNeeds(t *Trial) time.Duration {
+	run := h.sp.Duration(&t.Candidate, h.opts.MinRun, h.opts.MaxRun) + h.overhead(t.Candidate.Topology)
+	return time.Duration(h.opts.Reruns)*run + 15*time.Second
+}
+
 // confirmAll confirms the pending trials' failures, those that matter
-// most first, sharing what is left of the budget evenly.
+// most first, each given what it needs while the budget lasts and the
+// last all that is left: a failure confirmed beats two half-confirmed.
 func (h *hunter) confirmAll(ctx context.Context) {
 	sort.SliceStable(h.pending, func(i, j int) bool { return bestRank(h.pending[i]) < bestRank(h.pending[j]) })
 	for i, t := range h.pending {
 		if ctx.Err() != nil {
 			return
 		}
-		h.confirm(ctx, t, time.Until(h.end)/time.Duration(len(h.pending)-i))
+		budget := time.Until(h.end)
+		if i < len(h.pending)-1 {
+			budget = min(budget, h.confirmNeeds(t))
+		}
+		h.confirm(ctx, t, budget)
 	}
 }
 

@@ -282,6 +282,10 @@ func (h *hunter) try(ctx context.Context, c Candidate, how string, parent int, d
 		}
 		os.RemoveAll(filepath.Join(o.OutDir, o.RunID))
 	}
+	if ctx.Err() != nil {
+		t.Error = "interrupted" // the hunt ends; its run stopped what it started
+		return t, nil
+	}
 	if !locktorture.IsUsage(err) {
 		return nil, fmt.Errorf("trial %d (%s): %w", t.N, t.Command, err)
 	}
