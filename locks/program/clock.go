@@ -71,8 +71,8 @@ func parseReading(raw []byte) (int64, error) {
 // step (to). A reading outside is a program in another clock namespace,
 // or one that stamped the wrong moment: its leases cannot be dated.
 func (c monoClock) checkReading(n int64, step, request int64, from, to time.Time) (time.Time, error) {
-	t := c.time(n)
-	if t.Before(from.Add(-c.slack)) || t.After(to.Add(c.slack)) {
+	t := c.time(max(n, 0)) // never negative: n - c.ns cannot overflow
+	if n < 0 || t.Before(from.Add(-c.slack)) || t.After(to.Add(c.slack)) {
 		after := "after the harness started it"
 		if request != 0 {
 			after = fmt.Sprintf("after the harness wrote request %d", request)
