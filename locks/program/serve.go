@@ -214,8 +214,9 @@ const keyPlaceholder = "{key}"
 
 // server is the program side's state.
 type server struct {
-	wmu sync.Mutex
-	out io.Writer
+	wmu  sync.Mutex
+	out  io.Writer
+	held []byte // step lines to go out with the next line (writeOrHold)
 
 	mu     sync.Mutex
 	nstep  int64
@@ -347,7 +348,30 @@ func routes(h Hello) locks.Routes {
 	return locks.Routes{Topology: h.Topology, Addrs: h.Addrs, Sentinels: h.Sentinels, MasterName: h.MasterName, AddrMap: h.AddrMap}
 }
 
-func (s *server) write(v any) error { return writeLine(&s.wmu, s.out, v) }
+// write writes v as one line, after any step lines held back.
+func (s *server) write(v any) error { return s.writeOrHold(v, false) }
+
+// writeOrHold writes v as one line, or with hold keeps it for the next
+// write: a step whose command does not wait for its go (its request's
+// await_go false) goes out with the request's reply, or whatever line
+// comes next, in one write. Its reading was taken before its command, and
+// the harness dates it by that alone, so the step loses nothing by coming
+// late, and the harness wakes once a request instead of twice.
+func (s *server) writeOrHold(v any, hold bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.held = append(append(s.held, b...), '\n')
+	if hold {
+		return nil
+	}
+	_, err = s.out.Write(s.held)
+	s.held = s.held[:0]
+	return err
+}
 
 // work runs one client's requests one after the other.
 func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) error {

@@ -53,7 +53,7 @@ func (s *server) step(ctx context.Context, point string) error {
 	if ns, err := monoNow(); err == nil {
 		msg["mono_ns"] = ns
 	}
-	if err := s.write(msg); err != nil {
+	if err := s.writeOrHold(msg, !await); err != nil {
 		return err
 	}
 	if await {
