@@ -32,6 +32,8 @@ import time
 
 PROTOCOL = 1
 SHARED = 2  # the version that serves several clients at once
+# A step line, formatted rather than encoded: it is most of the lines.
+STEP = '{"type":"step","step":%d,"point":%s,"request":%d,"mono_ns":%d}\n'
 
 
 def settings_from(h, hello):
@@ -58,6 +60,9 @@ class Harness:
         # the id of the request this thread serves; none in background
         # threads (a renewal), whose steps say request 0
         self._local = threading.local()
+        # step lines of unawaited steps, written with the next line (see
+        # send): one write, and one wake of the harness, a request
+        self._held = b""
         line = self._in.readline()
         self.hello = json.loads(line) if line else {}
         if self.hello.get("type") != "hello":
@@ -68,9 +73,18 @@ class Harness:
         self._await = self.hello.get("await_go", True)
         settings_from(self, self.hello)
 
-    def send(self, msg):
-        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    def send(self, msg, hold=False):
+        """Write msg as one line, after any step lines held back; with hold
+        keep it for the next line instead."""
+        self._write((json.dumps(msg, separators=(",", ":")) + "\n").encode(), hold)
+
+    def _write(self, data, hold=False):
         with self._wlock:
+            data = self._held + data
+            if hold:
+                self._held = data
+                return
+            self._held = b""
             while data:  # one write, unless the pipe takes it in parts
                 data = data[os.write(self._fd, data):]
 
@@ -85,8 +99,10 @@ class Harness:
             n = self._steps
             if wait and self._requests is not None:
                 ev = self._goes[n] = threading.Event()
-        self.send({"type": "step", "step": n, "point": point, "request": request,
-                   "mono_ns": time.monotonic_ns()})
+        # A step that awaits no go goes out with the request's reply (or
+        # whatever line comes next): its reading, taken before its
+        # command, is what dates it, not when the harness reads it.
+        self._write((STEP % (n, json.dumps(point), request, time.monotonic_ns())).encode(), hold=not wait)
         if not wait:
             return n
         if self._requests is not None:
