@@ -2,7 +2,9 @@
 // operating-system process per client incarnation, driven over the JSON
 // lines protocol of docs/lock-protocol.md on its stdin and stdout. The
 // harness keeps the clock: it stamps every step, reply and renewal when it
-// reads it and never reads a time from the program. A pause of the client is
+// reads it; the one time it reads from the program is a step's
+// CLOCK_MONOTONIC reading, which it checks against the moments it knows
+// and dates a lease by where the step did not wait. A pause of the client is
 // SIGSTOP of the program's process group, a crash SIGKILL, and a fresh
 // process takes the client's place.
 //
