@@ -3,6 +3,8 @@ package program_test
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +71,47 @@ func TestLateReadStepsDatedByTheirReading(t *testing.T) {
 		t.Logf("dated by their receipt, no late lease showed a next holder inside it this time (the next holder came later than the read's delay)")
 	}
 	noneLeft(t)
+}
+
+// TestAwaitOnlyWhereAFaultMayAct: a program whose steps carry their clock
+// reading is asked to await its go in no request of a run without faults,
+// and, under crash-client (which waits for a point to kill a client at),
+// in some requests and not in others: those while the fault waits, and
+// the quiet stretches between.
+func TestAwaitOnlyWhereAFaultMayAct(t *testing.T) {
+	clustertest.Need(t)
+	needPython(t)
+	py, err := program.FindPython()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, faults := range [][]string{nil, {"crash-client"}} {
+		t.Run(strings.Join(append([]string{"faults"}, faults...), " "), func(t *testing.T) {
+			logFile := filepath.Join(t.TempDir(), "await.log")
+			o := short("exec:AWAIT_LOG="+logFile+" "+py+" testdata/await_choice.py", faults...)
+			o.Clients, o.Duration, o.OutDir = 1, 3*time.Second, t.TempDir()
+			if _, err := locktorture.Run(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			awaited := map[bool]int{}
+			for _, l := range strings.Fields(string(data)) {
+				if l == "0" || l == "1" {
+					awaited[l == "1"]++
+				}
+			}
+			t.Logf("requests awaited %d, not %d", awaited[true], awaited[false])
+			switch {
+			case awaited[false] == 0:
+				t.Errorf("no request went unawaited: %v", awaited)
+			case faults == nil && awaited[true] > 0:
+				t.Errorf("a run without faults asked %d requests to await their go", awaited[true])
+			case faults != nil && awaited[true] == 0:
+				t.Errorf("no request awaited its go while crash-client waited for a point")
+			}
+		})
+	}
 }
