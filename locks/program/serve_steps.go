@@ -25,6 +25,16 @@ func (s *server) stepBefore(c *served, t time.Time) int64 {
 	return n
 }
 
+// stepMsg is a step line as the program side writes it: a struct, not a
+// map, since it is most of the lines a program writes.
+type stepMsg struct {
+	Type    string `json:"type"`
+	Step    int64  `json:"step"`
+	Point   string `json:"point"`
+	Request int64  `json:"request"`
+	MonoNs  *int64 `json:"mono_ns,omitempty"`
+}
+
 // step announces a command and, where its request awaits it (a step of
 // no request always does), waits for the harness's go. The step carries
 // the program's CLOCK_MONOTONIC reading, taken just before the step is
@@ -49,9 +59,9 @@ func (s *server) step(ctx context.Context, point string) error {
 		s.goes[n] = ch
 	}
 	s.mu.Unlock()
-	msg := map[string]any{"type": typeStep, "step": n, "point": point, "request": req}
+	msg := stepMsg{Type: typeStep, Step: n, Point: point, Request: req}
 	if ns, err := monoNow(); err == nil {
-		msg["mono_ns"] = ns
+		msg.MonoNs = &ns
 	}
 	if err := s.writeOrHold(msg, !await); err != nil {
 		return err
