@@ -124,7 +124,9 @@ func ModuleVersion(module string) string {
 // Serve runs entry's lock as a lock program: the hello on in, then one
 // request after the other until in ends. It is the program side of the
 // protocol for a Go lock, and the reference the spec's other clients can be
-// read against: every command the lock sends waits for the harness's go.
+// read against: every command the lock sends comes after a step that carries
+// the program's CLOCK_MONOTONIC reading, and waits for the harness's go
+// where the request asks it to.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) error {
 	return Program{Entry: entry, Version: "1"}.serveAs(ctx, in, out, "exec-"+entry.Name)
 }
