@@ -34,6 +34,9 @@ PROTOCOL = 1
 SHARED = 2  # the version that serves several clients at once
 # A step line, formatted rather than encoded: it is most of the lines.
 STEP = '{"type":"step","step":%d,"point":%s,"request":%d,"mono_ns":%d}\n'
+# One encoder for every line: json.dumps with separators builds a new one
+# each call.
+ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def settings_from(h, hello):
@@ -76,7 +79,7 @@ class Harness:
     def send(self, msg, hold=False):
         """Write msg as one line, after any step lines held back; with hold
         keep it for the next line instead."""
-        self._write((json.dumps(msg, separators=(",", ":")) + "\n").encode(), hold)
+        self._write((ENCODE(msg) + "\n").encode(), hold)
 
     def _write(self, data, hold=False):
         with self._wlock:
