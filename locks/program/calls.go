@@ -243,20 +243,13 @@ func (l *Lock) onReply(m message) error {
 
 // checkReply judges a reply against its request and the program's promises.
 func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) error {
-	outcomes := map[string]string{
-		typeAcquire: "granted, not_acquired, refused or unknown",
-		typeRelease: "deleted, not_deleted or unknown",
-	}
-	ok := map[string]bool{}
-	switch kind {
-	case typeAcquire:
-		ok = map[string]bool{outGranted: true, outNotAcquired: true, outRefused: true, outUnknown: true}
-	case typeRelease:
-		ok = map[string]bool{outDeleted: true, outNotDeleted: true, outUnknown: true}
-	}
 	switch {
-	case !ok[m.Outcome]:
-		return fmt.Errorf("outcome %q to %s %d; expected %s", m.Outcome, kind, m.ID, outcomes[kind])
+	case !outcomeOf(kind, m.Outcome):
+		want := "deleted, not_deleted or unknown"
+		if kind == typeAcquire {
+			want = "granted, not_acquired, refused or unknown"
+		}
+		return fmt.Errorf("outcome %q to %s %d; expected %s", m.Outcome, kind, m.ID, want)
 	case m.Outcome == outGranted && p.Fencing && m.Fence <= 0:
 		return fmt.Errorf("no fence on a grant; expected a positive fence, as the hello promised fencing")
 	case m.Outcome == outGranted && !p.Fencing && m.Fence != 0:
@@ -271,6 +264,18 @@ func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) e
 		return fmt.Errorf("from_step %d names no step the harness let go; expected the step whose command wrote the key", m.FromStep)
 	}
 	return nil
+}
+
+// outcomeOf reports whether a request of kind can have outcome o (a
+// switch, not a map: it runs for every reply).
+func outcomeOf(kind, o string) bool {
+	switch kind {
+	case typeAcquire:
+		return o == outGranted || o == outNotAcquired || o == outRefused || o == outUnknown
+	case typeRelease:
+		return o == outDeleted || o == outNotDeleted || o == outUnknown
+	}
+	return false
 }
 
 // onStep lets a step's command go, after the gate: a pause holds it, a
