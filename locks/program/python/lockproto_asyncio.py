@@ -38,9 +38,18 @@ class AioHarness:
         self.goes = {}
         self.queues = {}
         self.tasks = []
+        # step lines of unawaited steps, written with the next line: one
+        # write, and one wake of the harness, a request
+        self.held = b""
 
-    def send(self, msg):
-        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    def send(self, msg, hold=False):
+        """Write msg as one line, after any step lines held back; with hold
+        keep it for the next line instead."""
+        data = self.held + (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        if hold:
+            self.held = data
+            return
+        self.held = b""
         while data:
             data = data[os.write(1, data):]
 
@@ -66,8 +75,11 @@ class AioHarness:
         request = REQUEST.get()
         if AWAIT.get() or not request:
             fut = self.goes[n] = asyncio.get_running_loop().create_future()
+        # A step that awaits no go goes out with the request's reply (or
+        # whatever line comes next): its reading, taken before its
+        # command, is what dates it.
         self.send({"type": "step", "step": n, "point": point, "request": request,
-                   "mono_ns": time.monotonic_ns()})
+                   "mono_ns": time.monotonic_ns()}, hold=fut is None)
         if fut is not None:
             await fut
         return n
