@@ -137,10 +137,11 @@ func (r *Runner) armed(c int, gate *Gate) func(ctx context.Context) bool {
 		if r.cfg.Armed == nil {
 			return false
 		}
+		client := c
 		if n, ok := locks.ClientFrom(ctx); ok {
-			c = n
+			client = n // a group's client calling its shared lock
 		}
-		return r.cfg.Armed(c)
+		return r.cfg.Armed(client)
 	}
 }
 
