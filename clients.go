@@ -71,10 +71,12 @@ func startClients(ctx context.Context, pl *plan, srv *servers, hist io.Writer, d
 		o.Observe(func(ev history.Event) { f.rec.Info(ev) }) // master switches
 	}
 	var steps func(nemesis.ProtocolEvent)
+	var armed func(int) bool
 	if len(srv.faults) > 0 {
 		// Only a fault aims at protocol steps: a fault-free run spends
-		// nothing on telling them.
-		steps = f.watch.Emit
+		// nothing on telling them, and a lock program there never waits
+		// for a go.
+		steps, armed = f.watch.Emit, f.watch.Armed
 	}
 	f.runner, err = workloads.NewRunner(workloads.Config{
 		Clients: opts.Clients, Share: opts.Share, Keys: opts.Keys, TTL: opts.TTL, Seed: opts.Seed,
@@ -86,6 +88,7 @@ func startClients(ctx context.Context, pl *plan, srv *servers, hist io.Writer, d
 		Recorder:   f.rec,
 		Logf:       opts.Logf,
 		Observe:    steps,
+		Armed:      armed,
 	})
 	if err != nil {
 		f.close()

@@ -113,6 +113,13 @@ type Anomaly struct {
 	// AfterSwitch marks an anomaly that started shortly after a master
 	// switch (see MarkAfterSwitch).
 	AfterSwitch bool `json:"after_switch,omitempty"`
+	// SharedObject, on a double holder of a run whose clients share lock
+	// objects (--share K), says whether its two holders were clients of
+	// one lock object (one group of K: threads of one process, which a
+	// library may let overlap by design) or of two (a lock that let in a
+	// client of another object: across processes, the lock failed). Nil
+	// in a run without shared objects.
+	SharedObject *bool `json:"shared_object,omitempty"`
 	// HarnessStall marks an anomaly that a stall of the harness itself
 	// explains (see package checker/stream): Detail says which. It is listed, and counted
 	// in Stalled rather than Count: it is not the lock's failure.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/locktorture/locktorture/history"
 )
@@ -22,6 +23,7 @@ func MutualExclusion(opts ...Option) Checker {
 // rather than comparing every pair.
 func doubleHolders(_ context.Context, c *collector, ix *index) {
 	var holds, pairs int64
+	share := ShareOf(ix.run)
 	for _, key := range ix.keys {
 		var active []*hold
 		for _, b := range ix.perKey[key].holds {
@@ -39,7 +41,7 @@ func doubleHolders(_ context.Context, c *collector, ix *index) {
 			active = active[:n]
 			for _, a := range active {
 				pairs++
-				c.add(doubleHolder(key, a, b))
+				c.add(sharedObject(doubleHolder(key, a, b), a.client(), b.client(), share))
 			}
 			active = append(active, b)
 		}
@@ -137,6 +139,38 @@ func doubleHolder(key string, a, b *hold) Anomaly {
 		why = fmt.Sprintf("client %d's lease had expired at %s", late.client(), history.FormatTime(ended))
 	}
 	an.Detail = fmt.Sprintf("%s %s; %s", who, when, why)
+	return an
+}
+
+// ShareOf is how many clients of run share one lock object (its --share),
+// 1 when they do not or the header does not say.
+func ShareOf(run *history.RunInfo) int {
+	if run == nil {
+		return 1
+	}
+	n, err := strconv.Atoi(run.Params["share"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// sharedObject says, in a run whose clients share lock objects (share >
+// 1), whether the double holder an of clients a and b was within one
+// object (clients of one group of share, as workloads groups them) or
+// across two: the overlap of two threads of one process a library may
+// allow, or another object's client let in, which no lock may.
+func sharedObject(an Anomaly, a, b, share int) Anomaly {
+	if share <= 1 {
+		return an
+	}
+	one := a/share == b/share
+	an.SharedObject = &one
+	if one {
+		an.Detail += fmt.Sprintf(" (one lock object: clients %d and %d share it, --share %d)", a, b, share)
+	} else {
+		an.Detail += fmt.Sprintf(" (two lock objects: clients %d and %d are of different groups of --share %d)", a, b, share)
+	}
 	return an
 }
 

@@ -10,7 +10,9 @@ import (
 )
 
 // TestLockProgramErrors: through the command line, a lock program that
-// breaks the protocol ends the run with one line and exit code 2.
+// breaks the protocol ends the run with one line and exit code 2: among
+// them one whose step's CLOCK_MONOTONIC reading lies before the harness
+// wrote its request, or after the harness read the step, or is no integer.
 func TestLockProgramErrors(t *testing.T) {
 	clustertest.Need(t, "redis-server", "redis-sentinel")
 	for _, tc := range []struct {
@@ -18,6 +20,14 @@ func TestLockProgramErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--lock", "exec:sh ../locks/program/testdata/not-json.sh"}, []string{"client ", `"granted!"`, "not a JSON object", "expected"}},
+		{[]string{"--lock", "exec:sh ../locks/program/testdata/bad-reading.sh 1"},
+			[]string{"lock program bad-clock", "step 1 carries mono_ns 1, outside [", "after the harness wrote request 1, before it read the step"}},
+		{[]string{"--lock", "exec:sh ../locks/program/testdata/bad-reading.sh 9000000000000000000"},
+			[]string{"lock program bad-clock", "step 1 carries mono_ns 9000000000000000000, outside [", "before it read the step"}},
+		{[]string{"--lock", `exec:sh ../locks/program/testdata/bad-reading.sh '"soon"'`},
+			[]string{"lock program bad-clock", `step 1: mono_ns "\"soon\"" is not an integer`}},
+		{[]string{"--lock", "exec:sh ../locks/program/testdata/bad-reading.sh 1.5"},
+			[]string{"lock program bad-clock", `step 1: mono_ns "1.5" is not an integer`}},
 		// node-redis 4.5.1 has no Sentinel client: its entry says what it
 		// serves, and the run is refused before any server starts.
 		{[]string{"--lock", "node-redis", "--topology", "sentinel"}, []string{"lock node-redis", "topology sentinel", "it serves single, redlock"}},

@@ -256,11 +256,39 @@ type Hooks struct {
 	Renew func(lease *Lease) func(err error)
 	// Sent is for a lock whose commands do not go through Nodes (a lock
 	// program): it tells the harness an attempt of the call running under
-	// ctx sends its command now, and the function it returns that its reply
-	// is surely back, so the history places attempts and lease starts as it
-	// does from Nodes' own commands. Nil when nothing records them.
-	Sent func(ctx context.Context) (replied func())
+	// ctx sent its command no earlier than at, and the function it returns
+	// that its reply is surely back, so the history places attempts and
+	// lease starts as it does from Nodes' own commands. Nil when nothing
+	// records them.
+	Sent func(ctx context.Context, at time.Time) (replied func())
+	// Armed reports whether a fault may act at the next step of the
+	// client calling under ctx (a crash or pause aimed at a point, a fault
+	// waiting for a step to land on). A lock program asks its program to
+	// wait at each step of a request for the harness's go only then: a
+	// round trip per command is half a fast program's speed, and where
+	// nothing acts at a step it buys nothing. Nil: always.
+	Armed func(ctx context.Context) bool
 }
+
+type unawaitedKey struct{}
+
+// Unawaited marks ctx as a step whose command went out without waiting
+// for the harness (a lock program's step in a request that did not await
+// its go): the step is counted and its point recorded, but nothing can
+// land before its command any more, so no fault takes it.
+func Unawaited(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unawaitedKey{}, true)
+}
+
+// IsUnawaited reports whether ctx was marked by Unawaited.
+func IsUnawaited(ctx context.Context) bool {
+	b, _ := ctx.Value(unawaitedKey{}).(bool)
+	return b
+}
+
+// AtStep reports whether a fault may act at the next step under ctx, as
+// h.Armed says (always, without one).
+func (h Hooks) AtStep(ctx context.Context) bool { return h.Armed == nil || h.Armed(ctx) }
 
 // FatalError is what a lock returns when it can no longer report outcomes
 // the history can trust: a lock program that broke its protocol or died on

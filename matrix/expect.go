@@ -101,6 +101,11 @@ func (p Pattern) Matches(a checker.Anomaly) bool {
 type Breaks struct {
 	Kind  checker.Kind  `yaml:"kind" json:"kind"`
 	Class checker.Class `yaml:"class" json:"class,omitempty"`
+	// Shared, when set, asks for a double holder whose two holders did
+	// (true) or did not (false) share one lock object (--share K, see
+	// checker.Anomaly.SharedObject): `shared: false` is a lock that let a
+	// client of another object in, not two sharers overlapping by design.
+	Shared *bool `yaml:"shared" json:"shared,omitempty"`
 }
 
 // kindsOf lists the anomaly kinds the registry's checkers report and the
@@ -189,8 +194,14 @@ func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
 				b.Kind = checker.Kind(v.Value)
 			case "class":
 				b.Class = checker.Class(v.Value)
+			case "shared":
+				var shared bool
+				if err := v.Decode(&shared); err != nil {
+					return fmt.Errorf("line %d: expect breaks: shared %q: want true or false", v.Line, v.Value)
+				}
+				b.Shared = &shared
 			default:
-				return fmt.Errorf("line %d: expect breaks: unknown field %q (want kind, class)", k.Line, k.Value)
+				return fmt.Errorf("line %d: expect breaks: unknown field %q (want kind, class, shared)", k.Line, k.Value)
 			}
 		}
 		e.Breaks = b
@@ -263,6 +274,9 @@ func (e *Expect) validate(kinds map[checker.Kind][]checker.Class) error {
 		if err := knownClass(kinds, e.Breaks.Kind, e.Breaks.Class); err != nil {
 			return fmt.Errorf("expect breaks: %w", err)
 		}
+		if e.Breaks.Shared != nil && e.Breaks.Kind != checker.KindDoubleHolder {
+			return fmt.Errorf("expect breaks: shared is said of a %s only, not of %s", checker.KindDoubleHolder, e.Breaks.Kind)
+		}
 		return e.validateFirst(kinds)
 	default:
 		for _, p := range e.Absent {
@@ -318,14 +332,26 @@ func (e Expect) String() string {
 }
 
 func (b Breaks) String() string {
-	if b.Class == "" {
+	var in []string
+	if b.Class != "" {
+		in = append(in, string(b.Class))
+	}
+	if b.Shared != nil {
+		in = append(in, map[bool]string{true: "one lock object", false: "two lock objects"}[*b.Shared])
+	}
+	if len(in) == 0 {
 		return string(b.Kind)
 	}
-	return fmt.Sprintf("%s (%s)", b.Kind, b.Class)
+	return fmt.Sprintf("%s (%s)", b.Kind, strings.Join(in, ", "))
 }
 
-// counted reports whether rep counts an anomaly b asks for, listed or not.
+// counted reports whether rep counts an anomaly b asks for, listed or not
+// (one that asks whether its holders shared an object is known only from
+// those listed).
 func (b Breaks) counted(rep *checker.Report) bool {
+	if b.Shared != nil {
+		return false
+	}
 	if b.Class == "" {
 		return rep.Count[b.Kind] > 0
 	}
@@ -337,5 +363,6 @@ func (b Breaks) Matches(a checker.Anomaly) bool { return b.matches(a) }
 
 // matches reports whether a is the anomaly b asks for.
 func (b Breaks) matches(a checker.Anomaly) bool {
-	return a.Kind == b.Kind && (b.Class == "" || a.Class == b.Class)
+	return a.Kind == b.Kind && (b.Class == "" || a.Class == b.Class) &&
+		(b.Shared == nil || a.SharedObject != nil && *a.SharedObject == *b.Shared)
 }

@@ -74,7 +74,12 @@ type ProtocolEvent struct {
 	// Other: the client aimed at did not reach its step in time (a client
 	// starved of the lock); this is the next such step of any client.
 	Other bool
-	late  bool
+	// Unawaited: a Point whose command had gone out when the step was
+	// told (a lock program's request that did not await its go, as no
+	// fault was armed for it when it began). It is counted, and its point
+	// known, but no fault takes it: nothing can land before its command.
+	Unawaited bool
+	late      bool
 }
 
 // StoredKey is the key the event's lease is (or is to be) written under
@@ -231,7 +236,7 @@ func (w *Watch) Emit(e ProtocolEvent) {
 	}
 	var hit *waiter
 	for i, wt := range w.waiters {
-		if !wt.f.matches(&e) || wt.f.Free && w.heldByOtherLocked(e.Key, e.Client) {
+		if e.Unawaited || !wt.f.matches(&e) || wt.f.Free && w.heldByOtherLocked(e.Key, e.Client) {
 			continue
 		}
 		if wt.target > 0 {
@@ -272,7 +277,7 @@ func (w *Watch) Emit(e ProtocolEvent) {
 // awaitGateLocked waits, w.mu held (and let go meanwhile), while a free
 // attempt's Act runs on the key of e, a point of another client.
 func (w *Watch) awaitGateLocked(e ProtocolEvent) {
-	for e.Kind == Point {
+	for e.Kind == Point && !e.Unawaited {
 		key := e.Key
 		if l, ok := w.lease[e.Client]; ok && key == "" {
 			key = l.Key

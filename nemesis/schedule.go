@@ -179,19 +179,7 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	active := s.Duration
-	if active <= 0 {
-		active = s.Interval
-	}
-	quiet := s.Warmup
-	if quiet <= 0 {
-		quiet = s.Interval
-	}
-	if t.ClientPatience <= 0 && s.Interval > 0 {
-		at := *t
-		at.ClientPatience = s.Interval
-		t = &at
-	}
+	active, quiet, t := s.pace(t)
 	rng := rand.New(rand.NewSource(s.Seed ^ 0x6e656d65736973))
 	for n := 0; ; n++ {
 		f := pick(s.Seed, n, s.Faults)
@@ -215,55 +203,89 @@ func (s *Schedule) Run(ctx context.Context, t *Target) {
 		}
 		m := &marker{rec: s.Recorder, fault: f.Name()}
 		startErr := f.Start(ctx, t, frng, m)
-		if err := startErr; err != nil {
-			if !m.began {
-				switch {
-				case ctx.Err() != nil:
-					// The run ended while it waited: say for what, since
-					// a fault that never took effect leaves the run
-					// untested.
-					var we *WaitError
-					if errors.As(err, &we) {
-						s.count(f.Name(), func(_ *Stats, c *summary.FaultCount) { c.Unfinished++; c.WaitedFor = waitedFor(we) })
-					}
-					return
-				case errors.Is(err, ErrNoTarget):
-					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) {
-						st.GaveUp++
-						c.GaveUp++
-						c.WaitedFor = strings.Join(strings.Fields(err.Error()), " ")
-					})
-					logf("nemesis %s: gave up: %v", f.Name(), err)
-				default:
-					s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
-					logf("nemesis %s: start: %v", f.Name(), err)
-				}
-				continue
+		if startErr != nil && !m.began {
+			if s.noStart(ctx, f, startErr, logf) {
+				return
 			}
-			logf("nemesis %s: start: %v", f.Name(), err)
+			continue
+		}
+		if startErr != nil {
+			logf("nemesis %s: start: %v", f.Name(), startErr)
 			// It took effect before failing: heal what it did.
 		}
 		m.Began("") // a fault that never said when it took effect: now
 		if in, ok := f.(Instant); !ok || !in.Instant() {
 			sleep.For(ctx, hold)
 		}
-		// Heal even when the run is ending: nothing may stay broken.
-		healErr := f.Heal(context.WithoutCancel(ctx), t)
-		heal := history.Event{Op: history.FaultHeal, Fault: f.Name(), Target: m.target()}
-		if healErr != nil {
-			logf("nemesis %s: heal: %v", f.Name(), healErr)
-		}
-		if heal.Error = noEffect(startErr, healErr); heal.Error != "" {
-			s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
-			logf("nemesis %s: this start is not counted as taken effect: %s", f.Name(), heal.Error)
-		} else {
-			s.count(f.Name(), m.tally)
-		}
-		s.Recorder.Info(heal)
+		s.heal(ctx, t, f, m, startErr, logf)
 		if ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// pace is how long a fault stays active and the first quiet stretch
+// lasts, and the target with a client's patience of one interval unless
+// it sets its own.
+func (s *Schedule) pace(t *Target) (active, quiet time.Duration, _ *Target) {
+	active = s.Duration
+	if active <= 0 {
+		active = s.Interval
+	}
+	quiet = s.Warmup
+	if quiet <= 0 {
+		quiet = s.Interval
+	}
+	if t.ClientPatience <= 0 && s.Interval > 0 {
+		at := *t
+		at.ClientPatience = s.Interval
+		t = &at
+	}
+	return active, quiet, t
+}
+
+// noStart counts a start that failed before it took effect, and reports
+// whether the schedule is over (the run ended while the fault waited).
+func (s *Schedule) noStart(ctx context.Context, f Fault, err error, logf func(string, ...any)) (over bool) {
+	switch {
+	case ctx.Err() != nil:
+		// The run ended while it waited: say for what, since a fault
+		// that never took effect leaves the run untested.
+		var we *WaitError
+		if errors.As(err, &we) {
+			s.count(f.Name(), func(_ *Stats, c *summary.FaultCount) { c.Unfinished++; c.WaitedFor = waitedFor(we) })
+		}
+		return true
+	case errors.Is(err, ErrNoTarget):
+		s.count(f.Name(), func(st *Stats, c *summary.FaultCount) {
+			st.GaveUp++
+			c.GaveUp++
+			c.WaitedFor = strings.Join(strings.Fields(err.Error()), " ")
+		})
+		logf("nemesis %s: gave up: %v", f.Name(), err)
+	default:
+		s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
+		logf("nemesis %s: start: %v", f.Name(), err)
+	}
+	return false
+}
+
+// heal heals f, even when the run is ending (nothing may stay broken),
+// counts the start as taken effect unless it or the heal says otherwise,
+// and records the heal.
+func (s *Schedule) heal(ctx context.Context, t *Target, f Fault, m *marker, startErr error, logf func(string, ...any)) {
+	healErr := f.Heal(context.WithoutCancel(ctx), t)
+	heal := history.Event{Op: history.FaultHeal, Fault: f.Name(), Target: m.target()}
+	if healErr != nil {
+		logf("nemesis %s: heal: %v", f.Name(), healErr)
+	}
+	if heal.Error = noEffect(startErr, healErr); heal.Error != "" {
+		s.count(f.Name(), func(st *Stats, c *summary.FaultCount) { st.Failed++; c.Failed++ })
+		logf("nemesis %s: this start is not counted as taken effect: %s", f.Name(), heal.Error)
+	} else {
+		s.count(f.Name(), m.tally)
+	}
+	s.Recorder.Info(heal)
 }
 
 // waitedFor is a WaitError in a note's words: what it waited for, what it

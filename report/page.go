@@ -181,7 +181,7 @@ func keysShown(m *model, pg *page) []*keyModel {
 // for the key windows that show them.
 func (pg *page) anomalyViews(m *model) map[int]*anomalyView {
 	for _, a := range m.Anomalies {
-		v := anomalyView{N: a.N, ID: fmt.Sprintf("anomaly-%d", a.N), Kind: kindText(a.Kind, a.Class), Detail: a.Detail,
+		v := anomalyView{N: a.N, ID: fmt.Sprintf("anomaly-%d", a.N), Kind: kindText(a.Kind, a.Class) + objectText(a.SharedObject), Detail: a.Detail,
 			When: secs(a.StartNS) + " – " + secs(a.EndNS), Key: a.Key, Lines: a.Lines, AfterSwitch: a.AfterSwitch}
 		var cs []string
 		for _, c := range a.Clients {

@@ -257,6 +257,18 @@ func kindText(k checker.Kind, c checker.Class) string {
 	return string(k) + " (" + string(c) + ")"
 }
 
+// objectText says, for a double holder under --share, whether its two
+// holders shared one lock object.
+func objectText(shared *bool) string {
+	switch {
+	case shared == nil:
+		return ""
+	case *shared:
+		return ", one lock object"
+	}
+	return ", two lock objects"
+}
+
 func fmtStarted(t time.Time) string {
 	if t.IsZero() {
 		return ""

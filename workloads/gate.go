@@ -181,14 +181,28 @@ func (g *Gate) wait(ctx context.Context) (time.Duration, error) {
 	return time.Since(since), nil
 }
 
+// Armed reports whether the gate itself will act at a step: a crash is
+// set for a point or a count of steps, or the process is paused.
+func (g *Gate) Armed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.crashAt != "" || g.crashIn > 0 || g.resume != nil
+}
+
 // Step is a point of the protocol where the process can be stopped: it blocks
-// while paused and fails once crashed. It fits locks.Hooks.Step.
+// while paused and fails once crashed. It fits locks.Hooks.Step. A step
+// under locks.Unawaited (its command has gone out already) is only told
+// and recorded: a crash or pause cannot land before a command that left.
 func (g *Gate) Step(ctx context.Context, point string) error {
 	if g.observe != nil {
 		g.observe(ctx, point)
 	}
 	g.mu.Lock()
 	g.points[point] = true
+	if locks.IsUnawaited(ctx) {
+		g.mu.Unlock()
+		return nil
+	}
 	if g.crashAt != "" && g.crashAt == point {
 		g.crashAt = ""
 		g.mu.Unlock()

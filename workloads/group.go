@@ -97,7 +97,7 @@ func (g *group) start() (*instance, error) {
 	if g.r.cfg.Observe != nil {
 		in.gate.observe = func(ctx context.Context, point string) {
 			if p, _ := ctx.Value(procKey{}).(*Process); p != nil {
-				p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point})
+				p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point, Unawaited: locks.IsUnawaited(ctx)})
 			}
 		}
 	}

@@ -124,6 +124,11 @@ type Config struct {
 	// (see nemesis.ProtocolEvent), in the process's goroutine: the nemesis aims its
 	// faults with it.
 	Observe func(nemesis.ProtocolEvent)
+	// Armed, when set, reports whether a fault waits to act at a step of
+	// the client (nemesis.Watch.Armed): a lock program awaits the go of a
+	// request's steps only then, or while the client's own gate has a
+	// crash or pause coming. Nil: nothing but the gate acts at steps.
+	Armed func(client int) bool
 }
 
 // Stats are live counters for the status line and summary.json. Ops counts

@@ -40,8 +40,8 @@ func (r *Runner) spawn(ctx context.Context, c int, rng *rand.Rand) (*Process, er
 func (r *Runner) own(p *Process, rng *rand.Rand) error {
 	p.Gate = NewGate()
 	if r.cfg.Observe != nil {
-		p.Gate.observe = func(_ context.Context, point string) {
-			p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point})
+		p.Gate.observe = func(ctx context.Context, point string) {
+			p.observe(nemesis.ProtocolEvent{Kind: nemesis.Point, Point: point, Unawaited: locks.IsUnawaited(ctx)})
 		}
 	}
 	newToken := func() string {
@@ -113,7 +113,7 @@ func (r *Runner) build(c int, gate *Gate, rng *rand.Rand, newToken func() string
 		lc.Rand = rand.New(&lockedSource{src: rand.NewSource(rng.Int63()).(rand.Source64)})
 	}
 	lc.NewToken = newToken
-	lc.Hooks = locks.Hooks{Step: gate.Step, Renew: renew, Sent: sentHook}
+	lc.Hooks = locks.Hooks{Step: gate.Step, Renew: renew, Sent: sentHook, Armed: r.armed(c, gate)}
 	lk, err := r.cfg.Lock(lc)
 	if err != nil {
 		closeAll(nodes)
@@ -123,6 +123,26 @@ func (r *Runner) build(c int, gate *Gate, rng *rand.Rand, newToken func() string
 		gate.Attach(s)
 	}
 	return lk, nodes, nil
+}
+
+// armed is locks.Hooks.Armed of a lock built for client c (the first of
+// its group) over gate: a fault may act at the next step of the client
+// calling when the gate has a crash or pause coming, or a fault waits for
+// that client's step.
+func (r *Runner) armed(c int, gate *Gate) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		if gate.Armed() {
+			return true
+		}
+		if r.cfg.Armed == nil {
+			return false
+		}
+		client := c
+		if n, ok := locks.ClientFrom(ctx); ok {
+			client = n // a group's client calling its shared lock
+		}
+		return r.cfg.Armed(client)
+	}
 }
 
 // end stops what still runs in a dead process (a watchdog), closes its lock

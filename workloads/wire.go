@@ -62,12 +62,12 @@ func stamped[C any](ctx context.Context, next func(context.Context, C) error, cm
 // of its own, from the harness's go to the program's next line, since the
 // harness cannot tell the attempts apart by the idle time between them (it
 // does not see the reply).
-func sentHook(ctx context.Context) func() {
+func sentHook(ctx context.Context, at time.Time) func() {
 	w, _ := ctx.Value(wireKey{}).(*wire)
 	if w == nil {
 		return func() {}
 	}
-	w.attempt()
+	w.attemptAt(at)
 	return w.done
 }
 
@@ -75,6 +75,8 @@ func sentHook(ctx context.Context) func() {
 // more than attemptGap with nothing in flight.
 type wire struct {
 	now func() int64
+	// since puts a time on the history's clock, as now does the present.
+	since func(time.Time) int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -86,16 +88,18 @@ type wire struct {
 // flight and the last one ended more than attemptGap ago.
 func (w *wire) send() { w.begin(false) }
 
-// attempt starts a new try now, whatever came before.
-func (w *wire) attempt() { w.begin(true) }
+// attemptAt starts a new try at at (a moment before now: a lock
+// program's own reading of when its command left), whatever came before.
+func (w *wire) attemptAt(at time.Time) { w.beginAt(true, w.since(at)) }
 
-func (w *wire) begin(fresh bool) {
+func (w *wire) begin(fresh bool) { w.beginAt(fresh, w.now()) }
+
+func (w *wire) beginAt(fresh bool, t int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	t := w.now()
 	n := len(w.tries)
 	if fresh || w.inflight == 0 && (n == 0 || t-w.tries[n-1].To > int64(attemptGap)) {
 		w.tries = append(w.tries, history.Try{From: t, To: t})
@@ -124,7 +128,8 @@ func (w *wire) close() []history.Try {
 
 // watchWire returns a context whose commands the stamp hook records.
 func (p *Process) watchWire(ctx context.Context) (context.Context, *wire) {
-	w := &wire{now: func() int64 { return int64(p.r.cfg.Recorder.Now()) }}
+	rec := p.r.cfg.Recorder
+	w := &wire{now: func() int64 { return int64(rec.Now()) }, since: func(t time.Time) int64 { return int64(t.Sub(rec.Base())) }}
 	return context.WithValue(ctx, wireKey{}, w), w
 }
 

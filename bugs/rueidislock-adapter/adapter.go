@@ -180,53 +180,14 @@ func (w watched) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRes
 		sha = hex.EncodeToString(s[:])
 	}
 	key, val := args[3], args[4]
-	stepCtx, point := context.Background(), "watchdog"
-	var renew *hold
-	var renewed func(error)
-	var rel *release
-	l.mu.Lock()
-	h := l.holds[val]
-	switch sha {
-	case shaAcquire:
-		point = "background-acquire" // the third key, taken after WithContext returned
-		if a, _ := ctx.Value(acquiringKey{}).(*acquiring); a != nil && !a.done.Load() {
-			a.val.Store(val)
-			stepCtx, point = a.req, "attempt"
-		}
-	case shaExtend:
-		if f := l.noscript[key+"\x00"+val]; f != nil {
-			delete(l.noscript, key+"\x00"+val) // the EVAL after a NOSCRIPT: its renewal is open
-			renewed = f
-		} else if h != nil && h.rel == nil && !l.renewing[h.client] && key == l.StoredKey(h.lease.Key) {
-			l.renewing[h.client] = true
-			renew = h
-		}
-	case shaDelete:
-		point = "cleanup" // the library's own, after a lock was lost or a try failed
-		if h != nil && h.rel != nil {
-			rel, stepCtx, point = h.rel, h.rel.ctx, "release"
-			if rel.sent++; rel.sent > 1 {
-				point = "release-next-key" // the three keys' deletes go out at once
-			}
-		}
-	}
-	l.mu.Unlock()
-	if renew != nil {
-		done := l.cfg.Hooks.Renew(renew.lease)
-		renewed = func(err error) {
-			done(err)
-			l.mu.Lock()
-			delete(l.renewing, renew.client)
-			l.mu.Unlock()
-		}
-	}
-	if err := l.cfg.Hooks.Reach(stepCtx, point); err != nil {
+	sc := l.scriptCall(ctx, sha, key, val)
+	if err := l.cfg.Hooks.Reach(sc.stepCtx, sc.point); err != nil {
 		// A crashed client sends nothing: an error result, not sent.
 		dead, cancel := context.WithCancel(ctx)
 		cancel()
 		r := w.Client.Do(dead, cmd)
-		if renewed != nil {
-			renewed(err)
+		if sc.renewed != nil {
+			sc.renewed(err)
 		}
 		return r
 	}
@@ -234,49 +195,118 @@ func (w watched) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRes
 	if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
 		// The library sends the script again as EVAL at once: that one
 		// counts, and a renewal opened here stays open for it.
-		if renewed != nil {
+		if sc.renewed != nil {
 			l.mu.Lock()
-			l.noscript[key+"\x00"+val] = renewed
+			l.noscript[key+"\x00"+val] = sc.renewed
 			l.mu.Unlock()
 		}
 		return r
 	}
 	n, err := r.AsInt64()
-	if i, ok := l.keyIndex(key); ok && (sha == shaExtend || sha == shaAcquire) {
-		ms, _ := strconv.ParseInt(args[5], 10, 64)
-		l.mu.Lock()
-		x := l.exp[val]
-		if x == nil {
-			x = &[3]time.Time{}
-			l.exp[val] = x
+	l.noteExpiry(sha, key, val, args[5], r.Error() == nil, err == nil && n == 1, err == nil)
+	l.settle(sc, val, n, err)
+	return r
+}
+
+// scriptCall is what one of the library's scripts is to the harness: the
+// step it is (its context and point), and the renewal or release it
+// reports to.
+type scriptCall struct {
+	stepCtx context.Context
+	point   string
+	renewed func(error) // an open renewal's outcome
+	rel     *release
+}
+
+// scriptCall tells which of the library's scripts sha is, for key and val,
+// and opens the renewal a watchdog's extend is.
+func (l *lock) scriptCall(ctx context.Context, sha, key, val string) scriptCall {
+	sc := scriptCall{stepCtx: context.Background(), point: "watchdog"}
+	var renew *hold
+	l.mu.Lock()
+	h := l.holds[val]
+	switch sha {
+	case shaAcquire:
+		sc.point = "background-acquire" // the third key, taken after WithContext returned
+		if a, _ := ctx.Value(acquiringKey{}).(*acquiring); a != nil && !a.done.Load() {
+			a.val.Store(val)
+			sc.stepCtx, sc.point = a.req, "attempt"
 		}
-		switch {
-		case sha == shaAcquire && r.Error() == nil, sha == shaExtend && err == nil && n == 1:
-			x[i] = time.UnixMilli(ms) // written; a nil reply to the SET NX: held by another
-		case sha == shaExtend && err == nil:
-			x[i] = time.Time{} // gone
+	case shaExtend:
+		if f := l.noscript[key+"\x00"+val]; f != nil {
+			delete(l.noscript, key+"\x00"+val) // the EVAL after a NOSCRIPT: its renewal is open
+			sc.renewed = f
+		} else if h != nil && h.rel == nil && !l.renewing[h.client] && key == l.StoredKey(h.lease.Key) {
+			l.renewing[h.client] = true
+			renew = h
 		}
-		l.mu.Unlock()
+	case shaDelete:
+		sc.point = "cleanup" // the library's own, after a lock was lost or a try failed
+		if h != nil && h.rel != nil {
+			sc.rel, sc.stepCtx, sc.point = h.rel, h.rel.ctx, "release"
+			if sc.rel.sent++; sc.rel.sent > 1 {
+				sc.point = "release-next-key" // the three keys' deletes go out at once
+			}
+		}
+	}
+	l.mu.Unlock()
+	if renew != nil {
+		done := l.cfg.Hooks.Renew(renew.lease)
+		sc.renewed = func(err error) {
+			done(err)
+			l.mu.Lock()
+			delete(l.renewing, renew.client)
+			l.mu.Unlock()
+		}
+	}
+	return sc
+}
+
+// noteExpiry keeps when the library's acquire or extend of val on key
+// (PX ms) makes the key expire: written (an acquire that did not fail, an
+// extend that answered 1), or gone (an extend that answered 0).
+func (l *lock) noteExpiry(sha, key, val, ms string, acquired, extended, answered bool) {
+	i, ok := l.keyIndex(key)
+	if !ok || (sha != shaExtend && sha != shaAcquire) {
+		return
+	}
+	px, _ := strconv.ParseInt(ms, 10, 64)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	x := l.exp[val]
+	if x == nil {
+		x = &[3]time.Time{}
+		l.exp[val] = x
 	}
 	switch {
-	case renewed == nil:
-	case err != nil:
-		renewed(err)
-	case l.held(val):
-		renewed(nil)
-	default:
-		renewed(locks.ErrNotAcquired)
+	case sha == shaAcquire && acquired, sha == shaExtend && extended:
+		x[i] = time.UnixMilli(px) // written; a nil reply to the SET NX: held by another
+	case sha == shaExtend && answered:
+		x[i] = time.Time{} // gone
 	}
-	if rel != nil {
+}
+
+// settle reports the script's outcome (n, err) to the renewal or release
+// it served.
+func (l *lock) settle(sc scriptCall, val string, n int64, err error) {
+	switch {
+	case sc.renewed == nil:
+	case err != nil:
+		sc.renewed(err)
+	case l.held(val):
+		sc.renewed(nil)
+	default:
+		sc.renewed(locks.ErrNotAcquired)
+	}
+	if sc.rel != nil {
 		l.mu.Lock()
 		if err != nil {
-			rel.failed++
+			sc.rel.failed++
 		} else if n == 1 {
-			rel.deleted++
+			sc.rel.deleted++
 		}
 		l.mu.Unlock()
 	}
-	return r
 }
 
 func (l *lock) Acquire(ctx context.Context, key string) (*locks.Lease, error) {

@@ -157,9 +157,15 @@ func (s *Stream) trackDone(e history.Event) {
 		l.since = min(l.since, o.call)
 		o.lease = l
 	}
-	if l == nil {
-		return
+	if l != nil {
+		s.leaseDone(e, o, l, fresh)
 	}
+}
+
+// leaseDone applies the completion e of a lock operation o to its lease
+// l: how long the key may live, whether a release deleted it, and, for an
+// ok acquire (or a fresh nested one), the hold that begins.
+func (s *Stream) leaseDone(e history.Event, o *opInfo, l *leaseInfo, fresh bool) {
 	l.open--
 	l.last = max(l.last, e.Time)
 	ttl := e.TTLMillis * 1e6

@@ -140,7 +140,7 @@ func BenchmarkRedisPyCeiling(b *testing.B) {
 		b.Fatal(err)
 	}
 	src := ""
-	for _, f := range []string{"python/lockproto.py", "python/redis_py.py"} {
+	for _, f := range []string{"python/lockproto.py", "python/routes.py", "python/redis_py.py"} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			b.Fatal(err)

@@ -133,10 +133,14 @@ func (l *Lock) request(ctx context.Context, kind, key, token string) Request {
 // after a crash.
 func (l *Lock) roundTrip(ctx context.Context, req Request, bound time.Duration) (message, error) {
 	c := &call{ctx: ctx, reply: make(chan message, 1)}
+	// Its steps await their go where a fault may act at them, or where
+	// the program's steps carry no reading to date a lease by.
+	req.AwaitGo = !l.stamps || l.cfg.Hooks.AtStep(ctx)
 	l.mu.Lock()
 	l.nextID++
 	req.ID = l.nextID
 	c.req = req
+	c.written = time.Now()
 	l.pending[req.ID] = c
 	l.mu.Unlock()
 	defer func() {
@@ -172,8 +176,9 @@ func (l *Lock) roundTrip(ctx context.Context, req Request, bound time.Duration) 
 	}
 }
 
-// handle acts on one line of the program; an error is a protocol violation.
-func (l *Lock) handle(line []byte) error {
+// handle acts on one line of the program, read at read; an error is a
+// protocol violation.
+func (l *Lock) handle(line []byte, read time.Time) error {
 	m, err := parse(line)
 	l.endTry(m, err == nil)
 	if err != nil {
@@ -190,7 +195,7 @@ func (l *Lock) handle(line []byte) error {
 	case typeReply:
 		return l.onReply(m)
 	case typeStep:
-		return l.onStep(m)
+		return l.onStep(m, read)
 	case typeRenew, typeRenewed:
 		return l.onRenew(m)
 	}
@@ -247,20 +252,13 @@ const MaxTTLMs = 24 * 60 * 60 * 1000
 
 // checkReply judges a reply against its request and the program's promises.
 func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) error {
-	outcomes := map[string]string{
-		typeAcquire: "granted, not_acquired, refused or unknown",
-		typeRelease: "deleted, not_deleted or unknown",
-	}
-	ok := map[string]bool{}
-	switch kind {
-	case typeAcquire:
-		ok = map[string]bool{outGranted: true, outNotAcquired: true, outRefused: true, outUnknown: true}
-	case typeRelease:
-		ok = map[string]bool{outDeleted: true, outNotDeleted: true, outUnknown: true}
-	}
 	switch {
-	case !ok[m.Outcome]:
-		return fmt.Errorf("outcome %q to %s %d; expected %s", m.Outcome, kind, m.ID, outcomes[kind])
+	case !outcomeOf(kind, m.Outcome):
+		want := "deleted, not_deleted or unknown"
+		if kind == typeAcquire {
+			want = "granted, not_acquired, refused or unknown"
+		}
+		return fmt.Errorf("outcome %q to %s %d; expected %s", m.Outcome, kind, m.ID, want)
 	case m.Outcome == outGranted && p.Fencing && m.Fence <= 0:
 		return fmt.Errorf("no fence on a grant; expected a positive fence, as the hello promised fencing")
 	case m.Outcome == outGranted && !p.Fencing && m.Fence != 0:
@@ -281,45 +279,93 @@ func checkReply(kind string, m message, p Promises, heldKnown, fromKnown bool) e
 	return nil
 }
 
+// outcomeOf reports whether a request of kind can have outcome o (a
+// switch, not a map: it runs for every reply).
+func outcomeOf(kind, o string) bool {
+	switch kind {
+	case typeAcquire:
+		return o == outGranted || o == outNotAcquired || o == outRefused || o == outUnknown
+	case typeRelease:
+		return o == outDeleted || o == outNotDeleted || o == outUnknown
+	}
+	return false
+}
+
 // onStep lets a step's command go, after the gate: a pause holds it, a
 // crash aimed at this point kills the program before the command is sent.
-// The go is the command's send as the history sees it (the program waits
-// for it, so the command cannot have gone earlier), and
-// the program's next line the latest its reply can have come back: each
-// step is one try of the acquire, from its go to that line (which may
-// include the program's pause before its next attempt: the harness does
-// not see the reply).
-func (l *Lock) onStep(m message) error {
+// A step of a request that awaits its go is dated from the go (the
+// program waits for it, so the command cannot have gone earlier); one that
+// does not, from the program's own reading of its clock, taken before the
+// step and checked to lie between the request's write and the step's read
+// (read). The program's next line is the latest its reply can have come
+// back: each step is one try of the acquire, from then to that line
+// (which may include the program's pause before its next attempt: the
+// harness does not see the reply).
+func (l *Lock) onStep(m message, read time.Time) error {
 	if m.Point == "" || m.Step <= 0 {
 		return errors.New(`a step without "point" or a positive "step"; expected both`)
 	}
 	l.mu.Lock()
-	ctx, wired := l.bg, false
+	ctx, wired, awaited, from := l.bg, false, true, l.started
 	if c := l.pending[m.Request]; m.Request != 0 && c != nil {
-		ctx, wired = c.ctx, c.req.Type == typeAcquire
+		ctx, wired, awaited, from = c.ctx, c.req.Type == typeAcquire, c.req.AwaitGo, c.written
 	}
 	l.mu.Unlock()
+	sent, err := l.stepReading(m, awaited, from, read)
+	if err != nil {
+		return err
+	}
 	if h := l.cfg.Hooks.Step; h != nil {
-		if err := h(ctx, m.Point); err != nil {
+		hctx := ctx
+		if !awaited {
+			hctx = locks.Unawaited(ctx)
+		}
+		if err := h(hctx, m.Point); err != nil {
 			return nil // crashed: the gate killed the program
 		}
 	}
-	if wired && l.cfg.Hooks.Sent != nil {
-		l.replied[m.Request] = l.cfg.Hooks.Sent(ctx)
+	if awaited {
+		sent = time.Now() // the go, sent next
 	}
+	if wired && l.cfg.Hooks.Sent != nil {
+		l.replied[m.Request] = l.cfg.Hooks.Sent(ctx, sent)
+	}
+	l.keepStep(m.Step, sent)
+	if awaited {
+		// A program that stopped reading shows as its next call's failure.
+		_ = l.send(goMsg{Type: typeGo, Step: m.Step})
+	}
+	return nil
+}
+
+// stepReading checks a step's reading, if the program sends them, and
+// returns the moment it stands for. A step that awaits its go needs none
+// (the go dates it); one that does not must carry one.
+func (l *Lock) stepReading(m message, awaited bool, from, read time.Time) (time.Time, error) {
+	n, err := parseReading(m.MonoNs)
+	switch {
+	case errors.Is(err, errNoReading) && !awaited:
+		return time.Time{}, fmt.Errorf("step %d has no mono_ns, but its request %d did not await its go; expected the program's CLOCK_MONOTONIC reading on every step, as its hello's monotonic promised", m.Step, m.Request)
+	case errors.Is(err, errNoReading) || !l.clock.ok:
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("step %d: %w", m.Step, err)
+	}
+	return l.clock.checkReading(n, m.Step, m.Request, from, read)
+}
+
+// keepStep records when step's command went out, forgetting old steps.
+func (l *Lock) keepStep(step int64, sent time.Time) {
 	l.mu.Lock()
-	l.steps[m.Step] = time.Now()
-	l.stepLog = append(l.stepLog, m.Step)
+	defer l.mu.Unlock()
+	l.steps[step] = sent
+	l.stepLog = append(l.stepLog, step)
 	if len(l.stepLog) > 2*keptSteps {
 		for _, s := range l.stepLog[:keptSteps] {
 			delete(l.steps, s)
 		}
 		l.stepLog = append(l.stepLog[:0], l.stepLog[keptSteps:]...)
 	}
-	l.mu.Unlock()
-	// A program that stopped reading shows as its next call's failure.
-	_ = l.send(goMsg{Type: typeGo, Step: m.Step})
-	return nil
 }
 
 // onRenew records a renewal as the Go watchdog's are (locks.Hooks.Renew).

@@ -42,7 +42,8 @@ func FuzzLines(f *testing.F) {
 		`{"type":"reply","id":2,"outcome":"deleted"}` + "\n" + `{"type":"reply","id":2,"outcome":"deleted"}`,
 		`{"type":"reply","id":1,"outcome":"granted","fence":-3,"validity_ms":-1,"from_step":77}`,
 		`{"type":"hello","protocol":1,"name":"x","ttl_granularity_ms":-5}`,
-		`[1,2,3]`, `{"type":null}`, `{"type":"step","step":9223372036854775807,"point":"p"}`, "\x00\xff{",
+		`[1,2,3]`, `{"type":null}`, `{"type":"step","step":9223372036854775807,"point":"p"}`,
+		`{"type":"step","step":3,"point":"attempt","request":1,"mono_ns":"x"}`, `{"type":"step","step":4,"point":"attempt","mono_ns":1.5}`, "\x00\xff{",
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -51,7 +52,7 @@ func FuzzLines(f *testing.F) {
 		l := lineReader(Promises{Renewal: promised, Fencing: promised, Validity: promised})
 		defer l.cancelBg()
 		for _, line := range bytes.Split(data, []byte("\n")) {
-			if err := l.handle(line); err != nil {
+			if err := l.handle(line, time.Now()); err != nil {
 				if err.Error() == "" {
 					t.Fatalf("an empty protocol error for %q", line)
 				}

@@ -64,6 +64,14 @@ type Lock struct {
 	name     string // name and version from the hello
 	greeted  bool   // the hello came (only the reader goroutine touches it)
 	promises Promises
+	// stamps: the program's steps carry its CLOCK_MONOTONIC reading (its
+	// hello's monotonic) and this machine can map it onto the harness's
+	// clock: a request may then let its steps go unawaited.
+	stamps bool
+	clock  monoClock
+	// started is when the process was started: the earliest a reading of
+	// a step that serves no request can be.
+	started time.Time
 	// keyTemplate is the hello's key_template: the key the lock writes
 	// for a requested one, {key} standing for it.
 	keyTemplate string
@@ -88,6 +96,9 @@ type call struct {
 	ctx   context.Context
 	req   Request
 	reply chan message
+	// written is when the harness began to write the request: the
+	// earliest a reading of one of its steps can be.
+	written time.Time
 }
 
 // New starts the program for one client and completes the handshake. Every
@@ -122,6 +133,7 @@ func New(c Command, cfg locks.Config) (*Lock, error) {
 		hello: make(chan message, 1), label: label, pending: map[int64]*call{}, steps: map[int64]time.Time{},
 		leases: map[string]*locks.Lease{}, renewals: map[int64]func(error){}, replied: map[int64]func(){}}
 	l.bg, l.cancelBg = context.WithCancel(context.Background())
+	l.clock, l.started = newMonoClock(), time.Now()
 	cmd.Stderr = l.stderr
 	if err := start(cmd, l.reaped); err != nil {
 		return nil, fatal("cannot start: %v", err)
@@ -177,6 +189,7 @@ func (l *Lock) handshake() error {
 		}
 		l.keyTemplate = m.KeyTemplate
 		l.promises = m.Promises
+		l.stamps = m.Monotonic && l.clock.ok
 		l.name = strings.TrimSpace(m.Name + " " + m.Version)
 		return nil
 	case <-l.reaped:
@@ -419,11 +432,12 @@ func (l *Lock) read(stdout io.Reader) {
 	n := 0
 	for sc.Scan() {
 		n++
+		read := time.Now() // no later than the program wrote the line
 		line := sc.Bytes()
 		if len(strings.TrimSpace(string(line))) == 0 {
 			continue
 		}
-		if err := l.handle(line); err != nil {
+		if err := l.handle(line, read); err != nil {
 			l.breakWith(fmt.Errorf("%s: line %d %s: %w", l.labelNow(), n, quote(line), err))
 			break
 		}

@@ -2,7 +2,9 @@
 // operating-system process per client incarnation, driven over the JSON
 // lines protocol of docs/lock-protocol.md on its stdin and stdout. The
 // harness keeps the clock: it stamps every step, reply and renewal when it
-// reads it and never reads a time from the program. A pause of the client is
+// reads it; the one time it reads from the program is a step's
+// CLOCK_MONOTONIC reading, which it checks against the moments it knows
+// and dates a lease by where the step did not wait. A pause of the client is
 // SIGSTOP of the program's process group, a crash SIGKILL, and a fresh
 // process takes the client's place.
 //
@@ -81,12 +83,13 @@ type Hello struct {
 	// that failed on the network (--redis-retries; -1: never).
 	RedisRetries *int  `json:"redis_retries,omitempty"`
 	Seed         int64 `json:"seed"`
-	// AwaitGo: the program must wait for the go of each step before its
-	// command. This harness always sets it: a lease is dated from its go,
-	// which comes before the command; a step's receipt may come after it
-	// (the harness reads late when it is busy), and a lease dated late
-	// shows a next holder inside a lease that had in truth run out. A
-	// program may send at once when it is false.
+	// AwaitGo is the default of a request that does not say (every
+	// request of this harness says): wait for the go of each step before
+	// its command. This harness sets it: a lease is dated from its go, or
+	// from the program's own reading of its clock, which both come before
+	// the command; a step's receipt may come after it (the harness reads
+	// late when it is busy), and a lease dated late shows a next holder
+	// inside a lease that had in truth run out.
 	AwaitGo bool `json:"await_go"`
 
 	// Topology is single, redlock, sentinel or cluster: how to read Addrs
@@ -117,6 +120,12 @@ type Request struct {
 	// Client, in version 2, is the client the request is for: the
 	// program serves it on that client's own thread.
 	Client *int `json:"client,omitempty"`
+	// AwaitGo: the program waits at each step of this request for its
+	// go. The harness asks it only while a fault may act at the client's
+	// next step (locks.Hooks.Armed), and of a program whose steps carry
+	// their own clock reading (its hello's monotonic): the others await
+	// every go, as the hello's await_go says.
+	AwaitGo bool `json:"await_go"`
 }
 
 // goMsg lets a step's command go out.
@@ -139,10 +148,15 @@ type message struct {
 	// express instead of one that tests another TTL than it records.
 	TTLGranularityMs   int64 `json:"ttl_granularity_ms"`
 	RetryGranularityMs int64 `json:"retry_granularity_ms"`
-	// SkipsGo: the program sends at once when the hello's await_go is
-	// false, and needs no go lines then. This harness always awaits, so
-	// it changes nothing here.
+	// SkipsGo: the program sends at once when a request's await_go is
+	// false, and needs no go lines then. This harness sends none for
+	// such a request anyway.
 	SkipsGo bool `json:"skips_go"`
+	// Monotonic: every step the program sends carries mono_ns, its own
+	// CLOCK_MONOTONIC reading; the harness may then let a request's
+	// steps go without waiting (await_go false), since it dates a lease
+	// from the reading rather than from the step's late receipt.
+	Monotonic bool `json:"monotonic"`
 	// KeyTemplate is the key the lock writes in Redis for a requested
 	// key, {key} standing for it (":1:{key}" for Django's key function);
 	// empty: the requested key itself. Topologies are those the program
@@ -168,10 +182,12 @@ type message struct {
 	HeldFromStep  int64 `json:"held_from_step"`
 	LastWriteStep int64 `json:"last_write_step"`
 	Cleaned       bool  `json:"cleaned"`
-	// step
-	Step    int64  `json:"step"`
-	Point   string `json:"point"`
-	Request int64  `json:"request"`
+	// step; MonoNs is kept raw so that a reading that is not an integer
+	// is refused in words naming the step
+	Step    int64           `json:"step"`
+	Point   string          `json:"point"`
+	Request int64           `json:"request"`
+	MonoNs  json.RawMessage `json:"mono_ns"`
 	// renew, renewed; on a grant, the key written when the lock names
 	// its own
 	Renewal int64  `json:"renewal"`

@@ -124,7 +124,9 @@ func ModuleVersion(module string) string {
 // Serve runs entry's lock as a lock program: the hello on in, then one
 // request after the other until in ends. It is the program side of the
 // protocol for a Go lock, and the reference the spec's other clients can be
-// read against: every command the lock sends waits for the harness's go.
+// read against: every command the lock sends comes after a step that carries
+// the program's CLOCK_MONOTONIC reading, and waits for the harness's go
+// where the request asks it to.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, entry locks.Entry) error {
 	return Program{Entry: entry, Version: "1"}.serveAs(ctx, in, out, "exec-"+entry.Name)
 }
@@ -155,6 +157,7 @@ func (p Program) serveAs(ctx context.Context, in io.Reader, out io.Writer, name 
 	s.shared = proto == VersionShared
 	s.client = h.Client
 	s.await = h.AwaitGo
+	_, clockErr := monoNow()
 	lk, nodes, err := s.build(h, entry)
 	if err != nil {
 		return err
@@ -165,7 +168,7 @@ func (p Program) serveAs(ctx context.Context, in io.Reader, out io.Writer, name 
 		}
 	}()
 	hello := map[string]any{"type": typeHello, "protocol": proto, "name": name,
-		"version": p.Version, "promises": p.Promises, "skips_go": true}
+		"version": p.Version, "promises": p.Promises, "skips_go": true, "monotonic": clockErr == nil}
 	if len(entry.Topologies) > 0 {
 		hello["topologies"] = entry.Topologies
 	}
@@ -184,6 +187,8 @@ func (p Program) serveAs(ctx context.Context, in io.Reader, out io.Writer, name 
 		var m struct {
 			Request
 			Step int64 `json:"step"`
+			// AwaitGo is the request's choice; missing: the hello's.
+			AwaitGo *bool `json:"await_go"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			return fmt.Errorf("line %s: %v", quote(sc.Bytes()), err)
@@ -192,6 +197,10 @@ func (p Program) serveAs(ctx context.Context, in io.Reader, out io.Writer, name 
 		case typeGo:
 			s.release(m.Step)
 		case typeAcquire, typeRelease:
+			m.Request.AwaitGo = s.await
+			if m.AwaitGo != nil {
+				m.Request.AwaitGo = *m.AwaitGo
+			}
 			if err := w.send(m.Request); err != nil {
 				return err
 			}
@@ -207,8 +216,9 @@ const keyPlaceholder = "{key}"
 
 // server is the program side's state.
 type server struct {
-	wmu sync.Mutex
-	out io.Writer
+	wmu  sync.Mutex
+	out  io.Writer
+	held []byte // step lines to go out with the next line (writeOrHold)
 
 	mu     sync.Mutex
 	nstep  int64
@@ -217,7 +227,7 @@ type server struct {
 	leases map[string]*locks.Lease
 	nrenew int64
 	ntoken int64
-	await  bool // wait at each step for the harness's go
+	await  bool // the hello's await_go: a request's default
 	// shared: version 2, requests of several clients at once; client is
 	// the hello's, which names the tokens this program makes.
 	shared bool
@@ -236,8 +246,10 @@ type stepAt struct {
 // served is one request being served: the steps it sent, for a refusal's
 // step numbers. The request's context carries it.
 type served struct {
-	id   int64
-	sent []stepAt
+	id int64
+	// await: the request's steps wait for their go (its await_go).
+	await bool
+	sent  []stepAt
 	// replied: the request was answered; a step made under its context
 	// afterwards (a watchdog started by its acquire) is background work.
 	replied bool
@@ -340,12 +352,35 @@ func routes(h Hello) locks.Routes {
 	return locks.Routes{Topology: h.Topology, Addrs: h.Addrs, Sentinels: h.Sentinels, MasterName: h.MasterName, AddrMap: h.AddrMap}
 }
 
-func (s *server) write(v any) error { return writeLine(&s.wmu, s.out, v) }
+// write writes v as one line, after any step lines held back.
+func (s *server) write(v any) error { return s.writeOrHold(v, false) }
+
+// writeOrHold writes v as one line, or with hold keeps it for the next
+// write: a step whose command does not wait for its go (its request's
+// await_go false) goes out with the request's reply, or whatever line
+// comes next, in one write. Its reading was taken before its command, and
+// the harness dates it by that alone, so the step loses nothing by coming
+// late, and the harness wakes once a request instead of twice.
+func (s *server) writeOrHold(v any, hold bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.held = append(append(s.held, b...), '\n')
+	if hold {
+		return nil
+	}
+	_, err = s.out.Write(s.held)
+	s.held = s.held[:0]
+	return err
+}
 
 // work runs one client's requests one after the other.
 func (s *server) work(ctx context.Context, lk locks.Lock, reqs <-chan Request) error {
 	for r := range reqs {
-		c := &served{id: r.ID}
+		c := &served{id: r.ID, await: r.AwaitGo}
 		rctx := context.WithValue(ctx, reqKey{}, c)
 		if r.Client != nil {
 			// A lock shared by several clients learns which one calls,
@@ -423,83 +458,5 @@ func (s *server) acquired(reply map[string]any, c *served, lease *locks.Lease, e
 		reply["outcome"] = outNotAcquired
 	default:
 		reply["outcome"], reply["error"] = outUnknown, err.Error()
-	}
-}
-
-// stepBefore is the last step of request c sent no later than t (its
-// first when none was).
-func (s *server) stepBefore(c *served, t time.Time) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n int64
-	for _, st := range c.sent {
-		if n == 0 || !st.at.After(t) {
-			n = st.n
-		}
-	}
-	return n
-}
-
-// step announces a command and waits for the harness's go.
-func (s *server) step(ctx context.Context, point string) error {
-	c := servedOf(ctx)
-	var req int64
-	ch := make(chan struct{})
-	s.mu.Lock()
-	if c != nil && c.replied {
-		c = nil // background work begun by an answered request
-	}
-	if c != nil {
-		req = c.id
-	}
-	s.nstep++
-	n := s.nstep
-	s.goes[n] = ch
-	s.mu.Unlock()
-	if err := s.write(map[string]any{"type": typeStep, "step": n, "point": point, "request": req}); err != nil {
-		return err
-	}
-	if s.await {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	} else {
-		s.release(n)
-	}
-	if c != nil {
-		s.mu.Lock()
-		c.sent = append(c.sent, stepAt{n, time.Now()})
-		s.mu.Unlock()
-	}
-	return nil
-}
-
-func (s *server) release(n int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ch := s.goes[n]; ch != nil {
-		close(ch)
-		delete(s.goes, n)
-	}
-}
-
-// renew reports a background renewal to the harness.
-func (s *server) renew(l *locks.Lease) func(error) {
-	s.mu.Lock()
-	s.nrenew++
-	n := s.nrenew
-	s.mu.Unlock()
-	_ = s.write(map[string]any{"type": typeRenew, "renewal": n, "key": l.Key, "token": l.Token})
-	return func(err error) {
-		m := map[string]any{"type": typeRenewed, "renewal": n, "outcome": outExtended}
-		switch {
-		case errors.Is(err, locks.ErrNotAcquired):
-			m["outcome"] = outLost
-		case err != nil:
-			m["outcome"], m["error"] = outUnknown, err.Error()
-		}
-		_ = s.write(m)
 	}
 }

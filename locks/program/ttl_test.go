@@ -3,6 +3,7 @@ package program
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGrantTTLRead: a grant's ttl_ms is read like the rest of a grant,
@@ -20,7 +21,7 @@ func TestGrantTTLRead(t *testing.T) {
 	} {
 		l := lineReader(Promises{})
 		granted := l.pending[1] // a reply takes its call off the table
-		err := l.handle([]byte(tc.line))
+		err := l.handle([]byte(tc.line), time.Now())
 		l.cancelBg()
 		switch {
 		case tc.want == "" && err != nil:

@@ -4,7 +4,10 @@
 // of python/lockproto.py. A lock program opens a Harness (which reads the
 // hello), then calls serve() with two async functions: one that acquires a
 // key, one that releases it. Before each Redis command it sends, the lock
-// awaits step(point): the promise resolves when the harness's "go" comes.
+// awaits step(point): the step carries this process's CLOCK_MONOTONIC
+// reading (process.hrtime.bigint()), and the promise resolves when the
+// harness's "go" comes, or at once where the request did not ask for one
+// (its await_go false: no fault may act there).
 // Background renewals call renew() and renewed(). Only protocol lines go to
 // stdout; anything else belongs on stderr.
 //
@@ -45,7 +48,7 @@ class Harness {
     this._requests = []; // requests read, not yet served
     this._wake = null; // resolves the server's wait for a request
     this._closed = false;
-    this._serving = new AsyncLocalStorage(); // the id of the request being served
+    this._serving = new AsyncLocalStorage(); // the request being served: {id, wait}
     this.shared = false; // version 2: several clients share this process
     this.clients = [];
   }
@@ -59,10 +62,17 @@ class Harness {
   // step announces the next command to Redis and resolves when the harness
   // lets it go. request is the id of the request the command serves: the
   // one being served by default, 0 for background work such as a renewal.
-  step(point, request = this._serving.getStore() || 0) {
+  // A step of a request waits for its go where the request's await_go
+  // asks it; one of no request (a renewal) always does.
+  step(point, request) {
+    const served = this._serving.getStore();
+    if (request === undefined) request = served ? served.id : 0;
+    const wait = request === 0 || !served || served.wait;
     const n = ++this._steps;
-    const go = this._await ? new Promise((resolve) => this._goes.set(n, resolve)) : Promise.resolve();
-    this.send({ type: 'step', step: n, point, request });
+    const go = wait ? new Promise((resolve) => this._goes.set(n, resolve)) : Promise.resolve();
+    // JSON.stringify has no BigInt: the reading goes in as its digits.
+    const ns = process.hrtime.bigint().toString();
+    this._out.write(JSON.stringify({ type: 'step', step: n, point, request }).slice(0, -1) + ',"mono_ns":' + ns + '}\n');
     return go.then(() => n);
   }
 
@@ -136,7 +146,9 @@ class Harness {
   async serve(name, version, promises, acquire, release, hello = {}) {
     // skips_go: with await_go false this program sends at once, so the
     // harness need not send it those go lines at all.
-    this.send({ ...hello, type: 'hello', protocol: this.shared ? SHARED : PROTOCOL, name, version, promises, skips_go: true });
+    // monotonic: every step carries mono_ns, by which the harness dates a
+    // lease whose command did not wait.
+    this.send({ ...hello, type: 'hello', protocol: this.shared ? SHARED : PROTOCOL, name, version, promises, skips_go: true, monotonic: true });
     const chains = new Map(); // client -> the promise of its last request
     for (let req = await this._next(); req !== null; req = await this._next()) {
       if (!this.shared) {
@@ -151,7 +163,8 @@ class Harness {
 
   // _answer serves one request and sends its reply.
   _answer(req, acquire, release) {
-    return this._serving.run(req.id, async () => {
+    const wait = req.await_go === undefined ? this._await : req.await_go;
+    return this._serving.run({ id: req.id, wait }, async () => {
       const serveIt = req.type === 'acquire' ? acquire : release;
       const reply = await serveIt(req.key, req.token);
       this.send({ ...reply, type: 'reply', id: req.id });

@@ -5,8 +5,10 @@
 // of python/lockproto.py. A lock program builds a Harness (which reads the
 // hello), then calls serve() with two callables: one that acquires a key,
 // one that releases it, each returning the reply's fields. Before each Redis
-// command it sends, the lock calls step($point), which returns when the
-// harness's "go" comes. PHP runs one request at a time, so the program
+// command it sends, the lock calls step($point): the step carries this
+// process's CLOCK_MONOTONIC reading (hrtime(true)), and returns when the
+// harness's "go" comes, or at once where the request did not ask for one
+// (its await_go false: no fault may act there). PHP runs one request at a time, so the program
 // speaks version 1 only (no --share). Only protocol lines go to stdout;
 // anything else belongs on stderr.
 
@@ -17,7 +19,8 @@ final class Harness
     private $in;
     private $out;
     private $steps = 0;
-    private $await = true;
+    private $await = true; // the hello's await_go: a request's default
+    private $awaitReq = true; // the request being served: its await_go
     private $request = 0;
 
     public function __construct()
@@ -46,8 +49,9 @@ final class Harness
     public function step(string $point): void
     {
         $n = ++$this->steps;
-        $this->send(['type' => 'step', 'step' => $n, 'point' => $point, 'request' => $this->request]);
-        if (!$this->await) {
+        $this->send(['type' => 'step', 'step' => $n, 'point' => $point, 'request' => $this->request,
+            'mono_ns' => hrtime(true)]);
+        if ($this->request !== 0 && !$this->awaitReq) {
             return;
         }
         while (($msg = $this->next()) !== null) {
@@ -73,13 +77,14 @@ final class Harness
     public function serve(string $name, string $version, array $promises, callable $acquire, callable $release, array $hello = []): void
     {
         $this->send(array_merge($hello, ['type' => 'hello', 'protocol' => 1, 'name' => $name, 'version' => $version,
-            'promises' => (object) $promises, 'skips_go' => true]));
+            'promises' => (object) $promises, 'skips_go' => true, 'monotonic' => true]));
         while (($req = $this->next()) !== null) {
             $type = $req['type'] ?? '';
             if ($type !== 'acquire' && $type !== 'release') {
                 continue; // a go nobody waited for
             }
             $this->request = $req['id'];
+            $this->awaitReq = $req['await_go'] ?? $this->await;
             $reply = $type === 'acquire' ? $acquire($req['key'], $req['token']) : $release($req['key'], $req['token']);
             $this->request = 0;
             $this->send(array_merge($reply, ['type' => 'reply', 'id' => $req['id']]));

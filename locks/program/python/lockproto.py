@@ -3,8 +3,11 @@
 docs/lock-protocol.md is the spec; this module is its Python example. A
 lock program builds a Harness, then calls serve() with two functions: one
 that acquires a key, one that releases it. Before each Redis command it
-sends, the lock calls step(point) and waits there for the harness's "go";
-a background renewal calls renew() and renewed(). Only protocol lines go
+sends, the lock calls step(point): the step carries this process's
+CLOCK_MONOTONIC reading (time.monotonic_ns()), and waits for the
+harness's "go" only where the request asked for it (its await_go: a fault
+may act there) or where no request is served (a background renewal); a
+background renewal calls renew() and renewed() too. Only protocol lines go
 to stdout; anything else belongs on stderr.
 
 A program without background work reads its stdin on the thread that
@@ -25,9 +28,15 @@ import os
 import queue
 import sys
 import threading
+import time
 
 PROTOCOL = 1
 SHARED = 2  # the version that serves several clients at once
+# A step line, formatted rather than encoded: it is most of the lines.
+STEP = '{"type":"step","step":%d,"point":%s,"request":%d,"mono_ns":%d}\n'
+# One encoder for every line: json.dumps with separators builds a new one
+# each call.
+ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def settings_from(h, hello):
@@ -54,6 +63,9 @@ class Harness:
         # the id of the request this thread serves; none in background
         # threads (a renewal), whose steps say request 0
         self._local = threading.local()
+        # step lines of unawaited steps, written with the next line (see
+        # send): one write, and one wake of the harness, a request
+        self._held = b""
         line = self._in.readline()
         self.hello = json.loads(line) if line else {}
         if self.hello.get("type") != "hello":
@@ -64,22 +76,37 @@ class Harness:
         self._await = self.hello.get("await_go", True)
         settings_from(self, self.hello)
 
-    def send(self, msg):
-        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    def send(self, msg, hold=False):
+        """Write msg as one line, after any step lines held back; with hold
+        keep it for the next line instead."""
+        self._write((ENCODE(msg) + "\n").encode(), hold)
+
+    def _write(self, data, hold=False):
         with self._wlock:
+            data = self._held + data
+            if hold:
+                self._held = data
+                return
+            self._held = b""
             while data:  # one write, unless the pipe takes it in parts
                 data = data[os.write(self._fd, data):]
 
     def step(self, point):
-        """Announce the next command and wait for the harness's go."""
+        """Announce the next command, with the clock's reading just before
+        it, and wait for the harness's go where the request awaits it (a
+        step of no request always does)."""
+        request = getattr(self._local, "request", 0)
+        wait = getattr(self._local, "await_go", self._await) if request else True
         with self._lock:
             self._steps += 1
             n = self._steps
-            if self._await and self._requests is not None:
+            if wait and self._requests is not None:
                 ev = self._goes[n] = threading.Event()
-        request = getattr(self._local, "request", 0)
-        self.send({"type": "step", "step": n, "point": point, "request": request})
-        if not self._await:
+        # A step that awaits no go goes out with the request's reply (or
+        # whatever line comes next): its reading, taken before its
+        # command, is what dates it, not when the harness reads it.
+        self._write((STEP % (n, json.dumps(point), request, time.monotonic_ns())).encode(), hold=not wait)
+        if not wait:
             return n
         if self._requests is not None:
             ev.wait()
@@ -144,10 +171,13 @@ class Harness:
         """
         if promises.get("renewal") or self.shared:
             self._requests = queue.Queue()
-        # skips_go: this program sends at once when the hello's await_go
-        # is false, so the harness need not send those go lines at all.
+        # skips_go: this program sends at once when a request's await_go
+        # is false, so the harness need not send those go lines at all;
+        # monotonic: every step carries mono_ns, by which the harness
+        # dates a lease whose command did not wait.
         self.send(dict(hello, type="hello", protocol=SHARED if self.shared else PROTOCOL,
-                       name=name, version=version, promises=promises, skips_go=True))
+                       name=name, version=version, promises=promises, skips_go=True,
+                       monotonic=True))
         if self._requests is not None:
             threading.Thread(target=self._read, daemon=True).start()
         if self.shared:
@@ -160,6 +190,7 @@ class Harness:
 
     def _answer(self, req, acquire, release):
         self._local.request = req["id"]
+        self._local.await_go = req.get("await_go", self._await)
         if req["type"] == "acquire":
             reply = acquire(req["key"], req["token"])
         else:

@@ -13,11 +13,14 @@ import contextvars
 import json
 import os
 import sys
+import time
 
 from lockproto import settings_from
 
-# The id of the request a task serves, for its steps (0 in none).
+# The id of the request a task serves, for its steps (0 in none), and
+# whether its steps await their go (the request's await_go).
 REQUEST = contextvars.ContextVar("request", default=0)
+AWAIT = contextvars.ContextVar("await_go", default=True)
 
 
 class AioHarness:
@@ -35,9 +38,18 @@ class AioHarness:
         self.goes = {}
         self.queues = {}
         self.tasks = []
+        # step lines of unawaited steps, written with the next line: one
+        # write, and one wake of the harness, a request
+        self.held = b""
 
-    def send(self, msg):
-        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    def send(self, msg, hold=False):
+        """Write msg as one line, after any step lines held back; with hold
+        keep it for the next line instead."""
+        data = self.held + (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        if hold:
+            self.held = data
+            return
+        self.held = b""
         while data:
             data = data[os.write(1, data):]
 
@@ -54,26 +66,34 @@ class AioHarness:
         settings_from(self, self.hello)
 
     async def step(self, point):
-        """Announce the next command and wait for the harness's go."""
+        """Announce the next command, with the clock's reading just before
+        it, and wait for the harness's go where the request awaits it (a
+        step of no request always does)."""
         self.steps += 1
         n = self.steps
         fut = None
-        if self.await_go:
+        request = REQUEST.get()
+        if AWAIT.get() or not request:
             fut = self.goes[n] = asyncio.get_running_loop().create_future()
-        self.send({"type": "step", "step": n, "point": point, "request": REQUEST.get()})
+        # A step that awaits no go goes out with the request's reply (or
+        # whatever line comes next): its reading, taken before its
+        # command, is what dates it.
+        self.send({"type": "step", "step": n, "point": point, "request": request,
+                   "mono_ns": time.monotonic_ns()}, hold=fut is None)
         if fut is not None:
             await fut
         return n
 
     async def serve(self, name, version, promises, acquire, release, **hello):
         self.send(dict(hello, type="hello", protocol=2 if self.shared else 1, name=name,
-                       version=version, promises=promises, skips_go=True))
+                       version=version, promises=promises, skips_go=True, monotonic=True))
         loop = asyncio.get_running_loop()
 
         async def client_task(q):
             while True:
                 req = await q.get()
                 REQUEST.set(req["id"])
+                AWAIT.set(req.get("await_go", self.await_go))
                 fn = acquire if req["type"] == "acquire" else release
                 reply = await fn(req["key"], req["token"])
                 reply.update({"type": "reply", "id": req["id"]})
