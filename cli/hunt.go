@@ -193,6 +193,9 @@ func printHunt(w io.Writer, r *hunt.Result) {
 	for _, u := range r.Untested {
 		fmt.Fprintf(w, "not tested: %s\n", u)
 	}
+	for _, e := range r.HarnessErrors {
+		fmt.Fprintf(w, "harness error (a bug of locktorture's, please report it): %s\n", e)
+	}
 	fmt.Fprintf(w, "hunt folder: %s (%s, hunt.md, hunt.html)\n", r.Out, filepath.Base(hunt.FileName))
 }
 

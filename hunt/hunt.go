@@ -91,6 +91,8 @@ type Trial struct {
 	Obs     Observation `json:"observation"`
 	Error   string      `json:"error,omitempty"`
 	Refused bool        `json:"refused,omitempty"`
+	// HarnessError: the run failed in the harness, not in the lock.
+	HarnessError bool `json:"harness_error,omitempty"`
 	// New are the coverage features no earlier trial reached;
 	// NewFailures the signatures it showed first.
 	New         []string    `json:"new_coverage,omitempty"`
@@ -287,7 +289,14 @@ func (h *hunter) try(ctx context.Context, c Candidate, how string, parent int, d
 		return t, nil
 	}
 	if !locktorture.IsUsage(err) {
-		return nil, fmt.Errorf("trial %d (%s): %w", t.N, t.Command, err)
+		// A harness failure on one candidate is reported with its command
+		// and the hunt goes on; five in a row end it.
+		t.Error, t.HarnessError = oneLine(err.Error()), true
+		h.res.HarnessErrors = append(h.res.HarnessErrors, fmt.Sprintf("run #%d: %s (%s)", t.N, t.Error, t.Command))
+		if n := len(h.res.Trials); n >= 5 && allHarnessErrors(h.res.Trials[n-5:]) {
+			return nil, fmt.Errorf("trial %d (%s): %w, and the four before it failed too", t.N, t.Command, err)
+		}
+		return t, nil
 	}
 	t.Error, t.Refused, h.lastErr = oneLine(err.Error()), true, err
 	switch {
@@ -398,6 +407,15 @@ func (h *hunter) progress(doing string) {
 	}
 	h.opts.Progress(Status{Elapsed: time.Since(h.began), Budget: h.opts.Budget, Trials: len(h.res.Trials),
 		Coverage: len(h.seen), Failures: h.distinct(false), Found: found, Hazards: h.distinct(true), Doing: doing})
+}
+
+func allHarnessErrors(ts []*Trial) bool {
+	for _, t := range ts {
+		if !t.HarnessError {
+			return false
+		}
+	}
+	return true
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

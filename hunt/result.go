@@ -53,6 +53,9 @@ type Result struct {
 	CoverageTotal int      `json:"coverage_total"`
 	Timeline      []Point  `json:"timeline"`
 	Untested      []string `json:"untested,omitempty"`
+	// HarnessErrors are the runs the harness failed on, each with its
+	// command: a bug of locktorture's to report, not of the lock's.
+	HarnessErrors []string `json:"harness_errors,omitempty"`
 	Trials        []*Trial `json:"trials"`
 }
 
@@ -179,7 +182,7 @@ func coverage(trials []*Trial) []CoverageRow {
 			rows[cell] = row
 			aims[cell], outs[cell], vals[cell] = map[string]bool{}, map[string]bool{}, map[string]map[string]bool{}
 		}
-		if t.Refused {
+		if t.Refused || t.HarnessError {
 			row.Refused++
 			continue
 		}
@@ -237,7 +240,7 @@ func untested(sp *Space, trials []*Trial) []string {
 	ran, acquired := 0, int64(0)
 	landed, tried := map[string]bool{}, map[string]int{}
 	for _, t := range trials {
-		if t.Refused {
+		if t.Refused || t.HarnessError {
 			continue
 		}
 		ran++

@@ -208,6 +208,12 @@ func markdown(w io.Writer, r *Result) error {
 	for _, c := range r.Coverage {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", c.Cell, c.Runs, c.Held, c.Refused, c.Aims, c.Outcomes, sigs(c.Failures), sigs(c.Hazards))
 	}
+	if len(r.HarnessErrors) > 0 {
+		b.WriteString("\n## Runs the harness failed on (locktorture's bugs, not the lock's)\n\n")
+		for _, e := range r.HarnessErrors {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
 	if len(r.Untested) > 0 {
 		b.WriteString("\n## Not tested\n\n")
 		for _, u := range r.Untested {
