@@ -50,7 +50,7 @@ func SearchKind(s settings.Setting) []string {
 	return nil
 }
 
-var relTTL = regexp.MustCompile(`([0-9]*\.?[0-9]+)ttl`)
+var relTTL = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)ttl`)
 
 // Resolve turns a value text of the hunt into the text the setting parses:
 // each "<n>ttl" becomes n times ttl, rounded to the millisecond (at least

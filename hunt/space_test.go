@@ -21,6 +21,8 @@ func TestResolve(t *testing.T) {
 		{"0.5ttl", "150ms"},
 		{"1.5ttl..2.5ttl", "450ms..750ms"},
 		{"3ttl", "900ms"},
+		{"3ttl..4ttl", "900ms..1.2s"},
+		{"0.02ttl..0.1ttl", "6ms..30ms"},
 		{"0.0001ttl", "1ms"},
 		{"20ms", "20ms"},
 		{"true", "true"},
