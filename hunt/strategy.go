@@ -30,7 +30,7 @@ func NewStrategy(name string, sp *Space, seed int64) (Strategy, error) {
 	rng := rand.New(rand.NewSource(seed))
 	switch name {
 	case StrategyFeedback, "":
-		explore := &sparse{sp: sp, rng: rand.New(rand.NewSource(seed ^ 0x6578706c6f7265))}
+		explore := &random{sp: sp, rng: rand.New(rand.NewSource(seed ^ 0x6578706c6f7265))}
 		return &feedback{sp: sp, rng: rng, explore: explore, tried: map[string]bool{}, best: map[string]float64{}, requeued: map[string]int{}}, nil
 	case StrategyRandom:
 		return &random{sp: sp, rng: rng}, nil
@@ -65,45 +65,21 @@ func (r *random) Next() (Candidate, string, int) {
 
 func (r *random) Observe(*Trial) {}
 
-// sparse draws runs near the base: a topology, at most one fault, and one
-// to three settings off their base, each uniformly. Where a uniform draw
-// changes everything at once (and one setting often masks another: one
-// client, a workload that barely contends), a sparse one tries a few
-// things at a time, as a bug report's trigger usually is.
-type sparse struct {
-	sp  *Space
-	rng *rand.Rand
-}
-
-func (r *sparse) Next() (Candidate, string, int) {
-	tops := r.sp.LiveTopologies()
-	c := Candidate{Topology: tops[r.rng.Intn(len(tops))], Values: map[string]string{}}
-	if fs := r.sp.FaultsOn(c.Topology); len(fs) > 0 && r.rng.Intn(2) == 0 {
-		c.Faults = []string{fs[r.rng.Intn(len(fs))]}
-	}
-	dims := r.sp.Dims(&c)
-	for n := 1 + r.rng.Intn(3); n > 0 && len(dims) > 0; n-- {
-		d := dims[r.rng.Intn(len(dims))]
-		vals := r.sp.values(c.Topology, d)
-		c.Values[d.Name()] = vals[r.rng.Intn(len(vals))]
-	}
-	c.Seed = r.rng.Int63n(1 << 31)
-	r.sp.normalize(&c)
-	return c, "exploration", -1
-}
-
 // feedback is the grey-box search, after AFL and Mallory. Its runs take
-// turns: a sweep of every fault at its defaults on every topology (then of
-// every load setting alone) covers first what a hand-written fault table
-// would; a sparse draw (a few settings and at most one fault off the base)
-// explores what no feedback points at yet; and a mutation of its corpus (each run that reached coverage no
-// run had, a failure, or came closer to a double holder within the lease
-// than any run of its cell) exploits what came close, giving more runs to
-// those that brought more and to those that came closest.
+// turns: a sweep of every fault at its defaults on every topology (then
+// of every load setting alone) covers first what a hand-written fault
+// table would; a draw from the whole space, as the random strategy makes,
+// explores what no feedback points at yet (on the museum, hunted blind, a
+// sparse draw near the base missed every bug a uniform one found: a
+// load-driven bug takes several settings off at once); and a mutation of
+// its corpus (each run that reached coverage no run had, a failure, or
+// came closer to a double holder within the lease than any run of its
+// cell) exploits what came close, giving more runs to those that brought
+// more and to those that came closest.
 type feedback struct {
 	sp      *Space
 	rng     *rand.Rand
-	explore *sparse
+	explore *random
 	sweep   []Candidate
 	swept   bool
 	corpus  []*entry
@@ -141,15 +117,15 @@ func (f *feedback) Next() (Candidate, string, int) {
 			}
 		}
 	case 2:
-		if c, how, p := f.explore.Next(); !f.tried[c.key()] {
+		if c, _, p := f.explore.Next(); !f.tried[c.key()] {
 			f.tried[c.key()] = true
-			return c, how, p
+			return c, "exploration", p
 		}
 	}
 	if len(f.corpus) == 0 {
-		c, how, p := f.explore.Next()
+		c, _, p := f.explore.Next()
 		f.tried[c.key()] = true
-		return c, how, p
+		return c, "exploration", p
 	}
 	for range 32 {
 		p := f.pick()
