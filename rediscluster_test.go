@@ -102,13 +102,14 @@ func TestRedisCluster(t *testing.T) {
 }
 
 // TestRedisClusterFaultOnSingle: a Redis Cluster fault on another topology
-// is a usage error that names what it needs.
+// is a usage error that names the topology it needs, before any server
+// starts.
 func TestRedisClusterFaultOnSingle(t *testing.T) {
 	needSentinelBinaries(t)
 	o := clusterMigrationRun(1)
 	o.Topology = "single"
 	_, err := locktorture.Run(context.Background(), o)
-	if err == nil || !locktorture.IsUsage(err) || !strings.Contains(err.Error(), "Redis Cluster") {
-		t.Fatalf("slot-migration on single: %v, want a usage error naming Redis Cluster", err)
+	if err == nil || !locktorture.IsUsage(err) || !strings.Contains(err.Error(), "topology cluster") {
+		t.Fatalf("slot-migration on single: %v, want a usage error naming topology cluster", err)
 	}
 }
